@@ -1,0 +1,56 @@
+// `bench quantize`: the fake-quant round trip against a memcpy of the same bytes, same run.
+#include <sstream>
+
+#include "bench/bench.h"
+#include "cli/commands.h"
+#include "cuda/device.h"
+#include "io/atomic_file.h"
+
+namespace qs::cli {
+
+void add_bench(CLI::App& app) {
+  auto* bench = app.add_subcommand("bench", "Benchmarks that check their results, then time them");
+  bench->require_subcommand(1);
+  auto* q = bench->add_subcommand("quantize", "Fake-quant throughput vs memcpy (GB/s, bytes read + written)");
+  struct Opts {
+    std::string backend = "cpu", format = "e4m3fn", rounding = "nearest", csv;
+    std::size_t n = std::size_t(1) << 26;
+    int threads = 1, reps = 7;
+    uint64_t seed = 1;
+  };
+  static Opts o;
+  q->add_option("--backend", o.backend, "cpu | cuda")->capture_default_str();
+  q->add_option("--format", o.format, "Format spec")->capture_default_str();
+  q->add_option("--n", o.n, "Number of float32 values")->capture_default_str()->check(CLI::PositiveNumber);
+  q->add_option("--threads", o.threads, "Threads (0 = all cores)")->capture_default_str();
+  q->add_option("--rounding", o.rounding, "nearest | stochastic")->capture_default_str();
+  q->add_option("--reps", o.reps, "Timed repetitions (median reported)")->capture_default_str()->check(CLI::PositiveNumber);
+  q->add_option("--seed", o.seed, "Seed for the data and stochastic rounding")->capture_default_str();
+  q->add_option("--csv", o.csv, "Also write the CSV row to this file");
+  q->callback([] {
+    if (o.backend == "cuda") {
+      const auto& d = cuda::device_info();
+      if (!d.available) throw std::runtime_error(d.message);
+      throw std::runtime_error("the CUDA quantize benchmark is not in this build yet (CPU backend only)");
+    }
+    if (o.backend != "cpu") throw std::runtime_error("unknown backend '" + o.backend + "' (cpu or cuda)");
+    if (!o.csv.empty()) check_writable(o.csv);
+    BenchQuantizeConfig cfg;
+    cfg.format = o.format;
+    cfg.rounding = parse_rounding(o.rounding);
+    cfg.n = o.n;
+    cfg.threads = o.threads;
+    cfg.reps = o.reps;
+    cfg.seed = o.seed;
+    const BenchQuantizeResult r = bench_quantize_cpu(cfg);
+    std::ostringstream out;
+    out << "backend,format,rounding,n,threads,quant_gbps,memcpy_gbps,ratio\n"
+        << r.backend << ',' << r.format << ',' << r.rounding << ',' << r.n << ',' << r.threads << ','
+        << r.quant_gbps << ',' << r.memcpy_gbps << ',' << r.ratio << '\n';
+    emit(out.str(), "");
+    if (!o.csv.empty()) emit(out.str(), o.csv);
+    std::fprintf(stderr, "# simd=%s, %zu elements checked against encode_ref before timing\n", r.simd.c_str(), r.checked);
+  });
+}
+
+}  // namespace qs::cli

@@ -1,0 +1,41 @@
+// Timing harness shared by the CLI benchmarks and (later) the GUI latency view: median of repeated
+// runs after a warm-up, and the quantize benchmark against a memcpy of the same bytes.
+// Exercise: `quantscope-cli bench quantize --backend cpu --format e4m3fn --n 67108864 --threads 1`.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "format/format.h"
+
+namespace qs {
+
+// Runs fn once to warm up, then `reps` times; returns the median wall time in seconds.
+double median_seconds(const std::function<void()>& fn, int reps);
+
+struct BenchQuantizeConfig {
+  std::string format = "e4m3fn";
+  Rounding rounding = Rounding::Nearest;
+  std::size_t n = std::size_t(1) << 26;
+  int threads = 1;
+  int reps = 7;
+  uint64_t seed = 1;
+};
+
+struct BenchQuantizeResult {
+  std::string backend = "cpu", format, rounding, simd;
+  std::size_t n = 0;
+  int threads = 1;
+  double quant_gbps = 0, memcpy_gbps = 0, ratio = 0;  // bytes read + written per second / 1e9
+  std::size_t checked = 0;  // elements verified against encode_ref before timing
+};
+
+// Checks a sample of the fast path against the reference first and throws std::runtime_error if
+// it differs; then times the fake-quant round trip (x -> decode(encode(x / s)) * s) and a memcpy
+// of the same buffers on the same number of threads.
+BenchQuantizeResult bench_quantize_cpu(const BenchQuantizeConfig& cfg);
+
+}  // namespace qs

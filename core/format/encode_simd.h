@@ -1,0 +1,66 @@
+// Vectorized float32 encoders: AVX-512, AVX2 and a generic fallback, chosen at run time, each giving
+// codes and values identical to encode_ref/decode_ref. Exercise: `quantscope-cli selftest`,
+// tests/tst_encode_simd.cpp (every compiled level this CPU supports).
+//
+//   qs::EncodeJob job{.x = in, .n = n, .scale = s, .values = out};
+//   qs::EncodeStats st = qs::encode_f32(qs::parse_format("e4m3fn"), {}, job);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "format/format.h"
+
+namespace qs {
+
+enum class SimdLevel { Generic = 0, Avx2 = 1, Avx512 = 2 };
+const char* to_string(SimdLevel l);
+
+// Levels compiled into this binary and supported by this CPU, best last.
+const std::vector<SimdLevel>& available_simd_levels();
+SimdLevel best_simd_level();
+
+// One contiguous piece of work. Element i is y = x[i] / scale; its code is encode(y) and its value
+// decode(code) * scale (computed in float32). Any output pointer may be null. Stochastic rounding
+// draws stochastic_bits(seed, index0 + i), so results do not depend on how a tensor is split.
+struct EncodeJob {
+  const float* x = nullptr;
+  std::size_t n = 0;
+  float scale = 1.0f;          // > 0 and finite
+  float* values = nullptr;     // fake-quantized output
+  uint8_t* codes8 = nullptr;   // codes of formats with <= 8 bits
+  uint16_t* codes16 = nullptr; // codes of any format
+  uint64_t index0 = 0;
+};
+
+EncodeStats encode_f32(const Format& f, const EncodeOptions& opt, const EncodeJob& job,
+                       SimdLevel level = best_simd_level());
+
+// The same contract through encode_ref/decode_ref one element at a time (the oracle).
+EncodeStats encode_f32_ref(const Format& f, const EncodeOptions& opt, const EncodeJob& job);
+
+// Parameters the kernels read, derived once per call from a Format (internal).
+struct KernelParams {
+  int32_t M, emin, bits;
+  uint32_t max_bits;        // float32 bits of max_finite
+  float max_finite;
+  float min_value;          // no_zero formats: the smallest code's value
+  uint32_t sign_bit, nan_code, inf_code, max_code_mag, code_mask;
+  float overflow_value;     // ieee overflow result magnitude: inf, NaN or max
+  uint32_t overflow_code;   // and its code (sign added separately, except fnuz NaN)
+  bool saturate, stochastic, is_signed, has_neg_zero, has_nan, has_inf, no_zero, is_int, fixed;
+  bool nan_signed;          // NaN code takes the input's sign (ieee / fn)
+  float scale;
+  uint64_t seed;
+};
+KernelParams make_kernel_params(const Format& f, const EncodeOptions& opt, float scale);
+
+namespace detail {
+// key = stochastic_key(seed, index_hi); the job never crosses a 2^32 index boundary.
+EncodeStats encode_f32_generic(const KernelParams& p, const EncodeJob& job, uint32_t key);
+EncodeStats encode_f32_avx2(const KernelParams& p, const EncodeJob& job, uint32_t key);
+EncodeStats encode_f32_avx512(const KernelParams& p, const EncodeJob& job, uint32_t key);
+}  // namespace detail
+
+}  // namespace qs

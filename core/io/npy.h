@@ -1,0 +1,54 @@
+// .npy tensor files (format versions 1.0, 2.0 and 3.0): read and write float32, float64, float16,
+// int8, uint8, int32 and uint16 arrays, little-endian, C order. Fortran-order files are refused.
+// Exercise: tests/tst_npy.cpp, `quantscope-cli quantize --in X.npy --out Y.npy`.
+//
+//   qs::NpyArray a = qs::read_npy("w.npy");          // throws qs::IoError with one clear line
+//   std::vector<float> x = qs::to_float32(a);
+//   qs::write_npy("out.npy", qs::make_npy(qs::DType::F32, a.shape, x.data()));  // atomic
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace qs {
+
+// Any file-level problem: one line naming the file and what is wrong.
+struct IoError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class DType { F32, F64, F16, I8, U8, I32, U16 };
+const char* to_string(DType t);   // "float32", ...
+std::size_t dtype_size(DType t);
+bool dtype_is_float(DType t);
+
+struct NpyArray {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;   // empty = 0-d scalar (numel 1)
+  std::vector<uint8_t> data;    // numel * dtype_size bytes, little-endian, C order
+  std::size_t numel() const;
+};
+
+NpyArray read_npy(const std::string& path);
+// Parses an in-memory .npy image; `name` is used in error messages.
+NpyArray parse_npy(const uint8_t* bytes, std::size_t size, const std::string& name);
+// Serialises to a .npy (version 1.0 when the header fits, else 2.0) image.
+std::vector<uint8_t> serialize_npy(const NpyArray& a);
+// Writes atomically (temp file in the same folder, then rename); throws IoError.
+void write_npy(const std::string& path, const NpyArray& a);
+
+// Builds an array by copying numel elements of the given dtype from `data`.
+NpyArray make_npy(DType dtype, const std::vector<int64_t>& shape, const void* data);
+
+// Converts any supported dtype (float16 exactly) to float32 / float64.
+std::vector<float> to_float32(const NpyArray& a);
+std::vector<double> to_float64(const NpyArray& a);
+
+// Exact float16 <-> float32 conversions (round to nearest even on the way down).
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+
+}  // namespace qs
