@@ -71,6 +71,12 @@ KernelParams make_kernel_params(const Format& f, const EncodeOptions& opt, float
   p.fixed = f.ebits == 0;
   p.nan_signed = f.is_signed && f.specials != Specials::Fnuz;
   p.scale = scale;
+  p.fast_ok = f.is_signed && f.ebits > 0 && !f.no_zero && !f.is_int() && f.mbits >= 1 && f.emin >= -126;
+  if (p.fast_ok) {
+    const float mn = std::ldexp(1.0f, f.emin);
+    std::memcpy(&p.min_normal_bits, &mn, sizeof mn);
+    p.magic = std::ldexp(1.0f, f.emin - f.mbits + 23);
+  }
   p.seed = opt.seed;
   return p;
 }

@@ -52,6 +52,9 @@ struct KernelParams {
   bool saturate, stochastic, is_signed, has_neg_zero, has_nan, has_inf, no_zero, is_int, fixed;
   bool nan_signed;          // NaN code takes the input's sign (ieee / fn)
   float scale;
+  bool fast_ok;             // the bit-rounding fast path applies (plain float, M >= 1, emin >= -126)
+  uint32_t min_normal_bits; // float32 bits of 2^emin
+  float magic;              // 2^(emin - M + 23)
   uint64_t seed;
 };
 KernelParams make_kernel_params(const Format& f, const EncodeOptions& opt, float scale);

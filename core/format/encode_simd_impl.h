@@ -8,6 +8,9 @@
 // the discarded bits with a counter-based random number), then rebuild the value r * 2^q and the
 // code ((e - emin) << M) + r, whose carry flows into the exponent field by itself.
 #include <cstring>
+#if defined(__AVX2__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "format/encode_simd.h"
 #include "format/rng.h"
@@ -19,21 +22,47 @@
 namespace {
 
 constexpr int N = QS_LANES;
+#define QS_AI __attribute__((always_inline))
 typedef uint32_t vu __attribute__((vector_size(N * 4)));
 typedef int32_t vi __attribute__((vector_size(N * 4)));
 typedef float vf __attribute__((vector_size(N * 4)));
 typedef uint8_t vu8 __attribute__((vector_size(N)));
 typedef uint16_t vu16 __attribute__((vector_size(N * 2)));
 
-inline vu splat_u(uint32_t x) { vu r; for (int i = 0; i < N; ++i) r[i] = x; return r; }
-inline vi splat_i(int32_t x) { vi r; for (int i = 0; i < N; ++i) r[i] = x; return r; }
-inline vf splat_f(float x) { vf r; for (int i = 0; i < N; ++i) r[i] = x; return r; }
-inline vu as_u(vf x) { vu r; std::memcpy(&r, &x, sizeof r); return r; }
-inline vf as_f(vu x) { vf r; std::memcpy(&r, &x, sizeof r); return r; }
-inline vi vmax(vi a, vi b) { return a > b ? a : b; }
-inline vi vmin(vi a, vi b) { return a < b ? a : b; }
+QS_AI inline vu splat_u(uint32_t x) { const vu z = {}; return z + x; }
+QS_AI inline vi splat_i(int32_t x) { const vi z = {}; return z + x; }
+QS_AI inline vf splat_f(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  const vu z = {};
+  const vu r = z + u;
+  vf f;
+  std::memcpy(&f, &r, sizeof f);
+  return f;
+}
+QS_AI inline vu as_u(vf x) { vu r; std::memcpy(&r, &x, sizeof r); return r; }
+QS_AI inline vf as_f(vu x) { vf r; std::memcpy(&r, &x, sizeof r); return r; }
+QS_AI inline vi vmax(vi a, vi b) { return a > b ? a : b; }
+QS_AI inline vi vmin(vi a, vi b) { return a < b ? a : b; }
 
-inline vu hash32v(vu x) {
+// True when no lane of the mask is set (one instruction on AVX-512 / AVX2).
+QS_AI inline bool none_set(vi m) {
+#if defined(__AVX512F__) && QS_LANES == 16
+  __m512i v;
+  std::memcpy(&v, &m, sizeof v);
+  return _mm512_test_epi32_mask(v, v) == 0;
+#elif defined(__AVX2__) && QS_LANES == 8
+  __m256i v;
+  std::memcpy(&v, &m, sizeof v);
+  return _mm256_testz_si256(v, v);
+#else
+  int any = 0;
+  for (int l = 0; l < N; ++l) any |= m[l];
+  return any == 0;
+#endif
+}
+
+QS_AI inline vu hash32v(vu x) {
   x ^= x >> 16;
   x *= 0x7feb352du;
   x ^= x >> 15;
@@ -46,10 +75,16 @@ struct Counters {
   vu ovf = splat_u(0), unf = splat_u(0), nan = splat_u(0);
 };
 
-template <bool Stoch, bool Scaled>
-inline void encode_vec(const qs::KernelParams& p, vf x, vu rnd, Counters& cnt, vu& code_out,
+// Plain: a signed float format with an exponent field and a zero (every fp8/fp6/fp4/bf16/fp16),
+// so the compiler drops the branches for integers, fixed-point grids, unsigned formats and E8M0.
+template <bool Stoch, bool Scaled, bool Sat, bool Plain, bool Codes>
+__attribute__((always_inline)) inline void encode_vec(const qs::KernelParams& p, vf x, vu rnd, Counters& cnt, vu& code_out,
                        vf& value_out) {
   const vi allz = splat_i(0);
+  const bool is_signed = Plain || p.is_signed;
+  const bool fixed = !Plain && p.fixed;
+  const bool no_zero = !Plain && p.no_zero;
+  const bool is_int = !Plain && p.is_int;
   const vf y = Scaled ? x / splat_f(p.scale) : x;
   const vu u = as_u(y);
   const vi neg = (vi)u < allz;
@@ -57,9 +92,9 @@ inline void encode_vec(const qs::KernelParams& p, vf x, vu rnd, Counters& cnt, v
   const vi isnan = a > 0x7f800000u;
   const vi isinf = a == 0x7f800000u;
   const vi nzero = a != 0u;
-  const vi negnz = p.is_signed ? allz : (neg & nzero & ~isnan);
+  const vi negnz = is_signed ? allz : (neg & nzero & ~isnan);
   vi clipped = allz;
-  if (p.saturate) {
+  if (Sat) {
     clipped = (a > p.max_bits) & ~isnan & ~negnz;
     a = clipped ? splat_u(p.max_bits) : a;
   }
@@ -73,10 +108,10 @@ inline void encode_vec(const qs::KernelParams& p, vf x, vu rnd, Counters& cnt, v
   m = nzero ? m : splat_u(0);
 
   const vi emin = splat_i(p.emin);
-  const vi ee = p.fixed ? emin : vmax(e, emin);
+  const vi ee = fixed ? emin : vmax(e, emin);
   vi s = (23 - p.M) + ee - e;  // bits to drop
   vi big_fixed = allz;
-  if (p.fixed) {  // E = 0 grids: |y| >= 2^(emin + 23 - M) is far beyond the largest value
+  if (fixed) {  // E = 0 grids: |y| >= 2^(emin + 23 - M) is far beyond the largest value
     big_fixed = s < 1;
     s = vmax(s, splat_i(1));
   }
@@ -102,10 +137,10 @@ inline void encode_vec(const qs::KernelParams& p, vf x, vu rnd, Counters& cnt, v
   const vi zr = r == 0u;
 
   vu mag;
-  if (p.no_zero) {
+  if (no_zero) {
     mag = (vu)vmax(((ee - emin) << p.M) + (vi)r - (1 << p.M), allz);
     v = zr ? splat_f(p.min_value) : v;
-  } else if (p.fixed) {
+  } else if (fixed) {
     mag = r;
   } else {
     mag = ((vu)(ee - emin) << (uint32_t)p.M) + r;
@@ -118,19 +153,19 @@ inline void encode_vec(const qs::KernelParams& p, vf x, vu rnd, Counters& cnt, v
 
   // Sign: negative zero only where the format has it; integers use two's complement codes.
   const vi magnz = mag != 0u;
-  const vi signflag = p.is_signed ? (neg & (p.has_neg_zero ? ~allz : magnz)) : allz;
+  const vi signflag = is_signed ? (neg & (p.has_neg_zero ? ~allz : magnz)) : allz;
   vu code;
-  if (p.is_int) code = signflag ? ((0u - mag) & p.code_mask) : mag;
+  if (is_int) code = signflag ? ((0u - mag) & p.code_mask) : mag;
   else code = mag | ((vu)signflag & p.sign_bit);
   v = as_f(as_u(v) | ((vu)signflag & 0x80000000u));
 
   const vf qnan = splat_f(__builtin_nanf(""));
-  if (!p.is_signed) {
-    const bool to_nan = p.no_zero || (!p.saturate && p.has_nan);
+  if (!is_signed) {
+    const bool to_nan = no_zero || (!Sat && p.has_nan);
     code = negnz ? splat_u(to_nan ? p.nan_code : 0u) : code;
     v = negnz ? (to_nan ? qnan : splat_f(0.0f)) : v;
   }
-  if (p.no_zero) {  // e8m0: zero has no code
+  if (no_zero) {  // e8m0: zero has no code
     const vi z = ~nzero;
     code = z ? splat_u(p.nan_code) : code;
     v = z ? qnan : v;
@@ -142,7 +177,7 @@ inline void encode_vec(const qs::KernelParams& p, vf x, vu rnd, Counters& cnt, v
     v = isnan ? (p.has_nan ? qnan : splat_f(0.0f)) : v;
   }
 
-  const vi underflow = p.no_zero ? allz : (zr & nzero & ~isnan & ~ovr & ~negnz);
+  const vi underflow = no_zero ? allz : (zr & nzero & ~isnan & ~ovr & ~negnz);
   cnt.ovf += ((vu)(clipped | counted_ovr | negnz)) & 1u;
   cnt.unf += (vu)underflow & 1u;
   cnt.nan += (vu)isnan & 1u;
@@ -151,13 +186,61 @@ inline void encode_vec(const qs::KernelParams& p, vf x, vu rnd, Counters& cnt, v
   value_out = Scaled ? v * splat_f(p.scale) : v;
 }
 
-template <bool Stoch, bool Scaled>
-qs::EncodeStats encode_loop(const qs::KernelParams& p, const qs::EncodeJob& job, uint32_t key) {
+// Fast path for fake-quant values of plain formats with M >= 1 and emin >= -126 (the common case):
+// round the float32 bits directly (the carry of the rounding bias flows into the exponent), and
+// round the target's subnormal range with the magic-number addition (y + C) - C, C = 2^(emin-M+23),
+// whose float32 quantum is the target's. Stochastic rounding adds ~rnd >> (32 - s0) to the bits that
+// are dropped, which carries exactly when rnd < dropped * 2^(32 - s0): the rule of encode_ref.
+// Returns a mask of lanes it cannot do (NaN, inf, ieee overflow, stochastic subnormals); the
+// caller then redoes the whole vector on the general path.
+template <bool Stoch, bool Scaled, bool Sat>
+QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vu& d_ovf, vu& d_unf, vf& value_out) {
+  const vi allz = splat_i(0);
+  const vf y = Scaled ? x / splat_f(p.scale) : x;
+  const vu u = as_u(y);
+  const vu sign = u & 0x80000000u;
+  vu a = u & 0x7fffffffu;
+  vi bad = a >= 0x7f800000u;
+  vi clipped = allz;
+  if constexpr (Sat) {
+    clipped = (a > p.max_bits) & ~bad;
+    a = clipped ? splat_u(p.max_bits) : a;
+  }
+  const uint32_t s0 = 23u - (uint32_t)p.M;
+  const uint32_t keep = ~((1u << s0) - 1u);
+  const vi sub = a < p.min_normal_bits;
+  vu rb;
+  vf v;
+  if constexpr (!Stoch) {
+    rb = (a + ((a >> s0) & 1u) + ((1u << (s0 - 1u)) - 1u)) & keep;
+    const vf c = splat_f(p.magic);
+    const vf vs = (as_f(a) + c) - c;
+    v = sub ? vs : as_f(rb);
+  } else {
+    rb = (a + (~rnd >> (32u - s0))) & keep;
+    bad |= sub & (a != 0u);
+    v = sub ? splat_f(0.0f) : as_f(rb);
+  }
+  if constexpr (!Sat) bad |= (vi)(as_u(v) > p.max_bits);
+  const vu vb = as_u(v);
+  const vu sgn = p.has_neg_zero ? sign : ((vb != 0u) ? sign : splat_u(0));
+  v = as_f(vb | sgn);
+  d_ovf = (vu)clipped & 1u;
+  d_unf = (vu)((vb == 0u) & (a != 0u)) & 1u;
+  value_out = Scaled ? v * splat_f(p.scale) : v;
+  return bad;
+}
+
+template <bool Stoch, bool Scaled, bool Sat, bool Plain, bool Codes>
+qs::EncodeStats encode_loop(const qs::KernelParams& params, const qs::EncodeJob& job_in, uint32_t key) {
+  // Local copies: the output stores cannot alias them, so every parameter stays in a register.
+  const qs::KernelParams p = params;
+  const qs::EncodeJob job = job_in;
   Counters cnt;
   vu lane;
   for (int i = 0; i < N; ++i) lane[i] = static_cast<uint32_t>(i);
   const uint32_t base = static_cast<uint32_t>(job.index0);
-  auto one = [&](std::size_t i, const float* src, float* vals, uint8_t* c8, uint16_t* c16) {
+  auto one = [&](std::size_t i, const float* src, float* vals, uint8_t* c8, uint16_t* c16) QS_AI {
     vf x;
     std::memcpy(&x, src, sizeof x);
     vu rnd = splat_u(0);
@@ -167,13 +250,25 @@ qs::EncodeStats encode_loop(const qs::KernelParams& p, const qs::EncodeJob& job,
     }
     vu code;
     vf val;
-    encode_vec<Stoch, Scaled>(p, x, rnd, cnt, code, val);
+    if constexpr (Plain && !Codes) {
+      if (p.fast_ok) {
+        vu d_ovf, d_unf;
+        const vi bad = fast_values<Stoch, Scaled, Sat>(p, x, rnd, d_ovf, d_unf, val);
+        if (none_set(bad)) {
+          cnt.ovf += d_ovf;
+          cnt.unf += d_unf;
+          if (vals) std::memcpy(vals, &val, sizeof val);
+          return;
+        }
+      }
+    }
+    encode_vec<Stoch, Scaled, Sat, Plain, Codes>(p, x, rnd, cnt, code, val);
     if (vals) std::memcpy(vals, &val, sizeof val);
-    if (c8) {
+    if (Codes && c8) {
       const vu8 c = __builtin_convertvector(code, vu8);
       std::memcpy(c8, &c, sizeof c);
     }
-    if (c16) {
+    if (Codes && c16) {
       const vu16 c = __builtin_convertvector(code, vu16);
       std::memcpy(c16, &c, sizeof c);
     }
@@ -218,9 +313,21 @@ namespace qs::detail {
 
 EncodeStats QS_ENTRY(const KernelParams& p, const EncodeJob& job, uint32_t key) {
   const bool scaled = p.scale != 1.0f;
-  if (p.stochastic)
-    return scaled ? encode_loop<true, true>(p, job, key) : encode_loop<true, false>(p, job, key);
-  return scaled ? encode_loop<false, true>(p, job, key) : encode_loop<false, false>(p, job, key);
+  const bool plain = p.is_signed && !p.fixed && !p.no_zero && !p.is_int;
+  const bool codes = job.codes8 || job.codes16;
+  // Dispatch the run-time flags to compile-time ones: 32 specialisations, each branch-free inside.
+  using Fn = EncodeStats (*)(const KernelParams&, const EncodeJob&, uint32_t);
+#define QS_V(St, Sc, Sa, Pl, Co) &encode_loop<St, Sc, Sa, Pl, Co>
+#define QS_C(St, Sc, Sa, Pl) QS_V(St, Sc, Sa, Pl, false), QS_V(St, Sc, Sa, Pl, true)
+#define QS_P(St, Sc, Sa) QS_C(St, Sc, Sa, false), QS_C(St, Sc, Sa, true)
+#define QS_S(St, Sc) QS_P(St, Sc, false), QS_P(St, Sc, true)
+  static const Fn table[32] = {QS_S(false, false), QS_S(false, true), QS_S(true, false), QS_S(true, true)};
+#undef QS_V
+#undef QS_C
+#undef QS_P
+#undef QS_S
+  const int index = (p.stochastic ? 16 : 0) + (scaled ? 8 : 0) + (p.saturate ? 4 : 0) + (plain ? 2 : 0) + (codes ? 1 : 0);
+  return table[index](p, job, key);
 }
 
 }  // namespace qs::detail

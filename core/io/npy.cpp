@@ -1,0 +1,529 @@
+// .npy reader/writer: a strict parser for the header's Python-literal dict that checks every size
+// against the file before allocating, numpy-identical header output, and exact float16 conversion.
+// Exercise: tests/tst_npy.cpp, tests/cli/cli_npy_errors.cmake.
+#include "io/npy.h"
+
+#include "io/atomic_file.h"
+
+#include <bit>
+#include <cctype>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+namespace qs {
+
+// The in-memory layout is the file's layout (little-endian); a big-endian host would need swaps.
+static_assert(std::endian::native == std::endian::little, "npy.cpp assumes a little-endian host");
+
+namespace {
+
+constexpr uint8_t kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+constexpr std::size_t kAlign = 64;             // numpy's ARRAY_ALIGN
+constexpr std::size_t kGrowthAxisDigits = 21;  // numpy's GROWTH_AXIS_MAX_DIGITS
+constexpr std::size_t kMaxDims = 64;           // numpy 2's NPY_MAXDIMS
+
+// descr spellings we accept. Only little-endian and, for one-byte types, byte-order-free ones:
+// '=' (native) is unambiguous only where there are no bytes to order.
+struct DescrRow {
+  std::string_view descr;
+  DType dtype;
+};
+constexpr DescrRow kDescrs[] = {
+    {"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16}, {"<i4", DType::I32},
+    {"<u2", DType::U16}, {"|i1", DType::I8},  {"<i1", DType::I8},  {"=i1", DType::I8},
+    {"|u1", DType::U8},  {"<u1", DType::U8},  {"=u1", DType::U8},
+};
+
+const char* canonical_descr(DType t) {
+  switch (t) {
+    case DType::F32: return "<f4";
+    case DType::F64: return "<f8";
+    case DType::F16: return "<f2";
+    case DType::I8: return "|i1";
+    case DType::U8: return "|u1";
+    case DType::I32: return "<i4";
+    case DType::U16: return "<u2";
+  }
+  return "?";
+}
+
+// Keeps the caller's string printable on one line: control and non-ASCII bytes become \xNN.
+std::string printable(std::string_view s, std::size_t max_len = 40) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < max_len; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  if (s.size() > max_len) out += "...";
+  return out;
+}
+
+// Checked product for shapes: numel, and numel * itemsize, must fit before anything is allocated.
+bool mul_overflows(uint64_t a, uint64_t b, uint64_t& out) { return __builtin_mul_overflow(a, b, &out); }
+
+// Recursive descent over the subset of Python literals numpy writes in a header:
+// {'key': value, ...} with values 'str', True/False, (int, ...). Anything else is an error with a
+// position, never undefined behaviour: the parser only indexes within `s`.
+class HeaderParser {
+ public:
+  HeaderParser(std::string_view s, const std::string& name) : s_(s), name_(name) {}
+
+  struct Result {
+    std::string descr;
+    bool fortran_order = false;
+    std::vector<int64_t> shape;
+  };
+
+  Result parse() {
+    Result r;
+    bool have_descr = false, have_fortran = false, have_shape = false;
+    skip_ws();
+    if (!eat('{')) error("header is not a Python dict (expected '{' " + where() + ")");
+    for (;;) {
+      skip_ws();
+      if (eat('}')) break;
+      const std::string key = parse_string("a key");
+      skip_ws();
+      if (!eat(':')) error("expected ':' after key '" + printable(key) + "' " + where());
+      skip_ws();
+      if (key == "descr") {
+        if (have_descr) error("duplicate key 'descr' in header");
+        have_descr = true;
+        if (peek() == '[') error("structured dtypes (a list for 'descr') are not supported");
+        r.descr = parse_string("the 'descr' string");
+      } else if (key == "fortran_order") {
+        if (have_fortran) error("duplicate key 'fortran_order' in header");
+        have_fortran = true;
+        r.fortran_order = parse_bool();
+      } else if (key == "shape") {
+        if (have_shape) error("duplicate key 'shape' in header");
+        have_shape = true;
+        r.shape = parse_shape();
+      } else {
+        error("unexpected key '" + printable(key) + "' in header (expected 'descr', 'fortran_order', 'shape')");
+      }
+      skip_ws();
+      if (eat(',')) continue;  // also covers the trailing comma numpy writes
+      skip_ws();
+      if (eat('}')) break;
+      error("expected ',' or '}' in header " + where());
+    }
+    skip_ws();
+    if (pos_ != s_.size()) error("unexpected text after the header dict " + where());
+    if (!have_descr) error("header has no 'descr' key");
+    if (!have_fortran) error("header has no 'fortran_order' key");
+    if (!have_shape) error("header has no 'shape' key");
+    return r;
+  }
+
+ private:
+  [[noreturn]] void error(const std::string& what) const { throw IoError(name_ + ": " + what); }
+  std::string where() const {
+    if (pos_ >= s_.size()) return "at end of header";
+    return "at header offset " + std::to_string(pos_) + " near '" + printable(s_.substr(pos_), 12) + "'";
+  }
+  char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
+  bool eat(char c) {
+    if (peek() != c || pos_ >= s_.size()) return false;
+    ++pos_;
+    return true;
+  }
+  void skip_ws() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
+      ++pos_;
+  }
+  bool eat_word(std::string_view w) {
+    if (s_.substr(pos_, w.size()) != w) return false;
+    // "Truex" is not True.
+    const std::size_t end = pos_ + w.size();
+    if (end < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[end])) || s_[end] == '_')) return false;
+    pos_ = end;
+    return true;
+  }
+
+  std::string parse_string(const std::string& what) {
+    const char q = peek();
+    if (q != '\'' && q != '"') error("expected " + what + " in quotes " + where());
+    ++pos_;
+    const std::size_t start = pos_;
+    while (pos_ < s_.size() && s_[pos_] != q) {
+      if (s_[pos_] == '\\') error("escape sequences in header strings are not supported " + where());
+      ++pos_;
+    }
+    if (pos_ >= s_.size()) error("unterminated string in header");
+    std::string out(s_.substr(start, pos_ - start));
+    ++pos_;
+    return out;
+  }
+
+  bool parse_bool() {
+    if (eat_word("True")) return true;
+    if (eat_word("False")) return false;
+    error("'fortran_order' must be True or False " + where());
+  }
+
+  int64_t parse_dim() {
+    if (peek() == '-') {
+      std::size_t p = pos_ + 1;
+      while (p < s_.size() && std::isdigit(static_cast<unsigned char>(s_[p]))) ++p;
+      error("negative dimension " + printable(s_.substr(pos_, p - pos_)) + " in shape");
+    }
+    if (!std::isdigit(static_cast<unsigned char>(peek()))) error("expected an integer in 'shape' " + where());
+    uint64_t v = 0;
+    const std::size_t start = pos_;
+    bool too_big = false;
+    while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
+      const uint64_t d = static_cast<uint64_t>(s_[pos_] - '0');
+      if (v > (static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) - d) / 10) too_big = true;
+      if (!too_big) v = v * 10 + d;
+      ++pos_;
+    }
+    if (too_big) error("dimension " + printable(s_.substr(start, pos_ - start)) + " in shape is too large");
+    if (peek() == 'L') ++pos_;  // Python 2 numpy wrote longs as 3L
+    return static_cast<int64_t>(v);
+  }
+
+  std::vector<int64_t> parse_shape() {
+    if (!eat('(')) error("'shape' must be a tuple like (2, 3) " + where());
+    std::vector<int64_t> shape;
+    skip_ws();
+    if (eat(')')) return shape;
+    for (;;) {
+      skip_ws();
+      shape.push_back(parse_dim());
+      if (shape.size() > kMaxDims) error("shape has more than " + std::to_string(kMaxDims) + " dimensions");
+      skip_ws();
+      if (eat(',')) {
+        skip_ws();
+        if (eat(')')) return shape;
+        continue;
+      }
+      if (eat(')')) {
+        // Python: (3) is the int 3, not a tuple; numpy refuses it, so do we.
+        if (shape.size() == 1) error("'shape' (" + std::to_string(shape[0]) + ") is not a tuple; expected (" +
+                                     std::to_string(shape[0]) + ",)");
+        return shape;
+      }
+      error("expected ',' or ')' in 'shape' " + where());
+    }
+  }
+
+  std::string_view s_;
+  const std::string& name_;
+  std::size_t pos_ = 0;
+};
+
+std::optional<DType> dtype_from_descr(std::string_view d) {
+  for (const DescrRow& r : kDescrs)
+    if (r.descr == d) return r.dtype;
+  return std::nullopt;
+}
+
+std::string refuse_descr_message(const std::string& d) {
+  std::string msg = "unsupported dtype '" + printable(d) + "'";
+  if (!d.empty() && d[0] == '>')
+    msg += " (big-endian; convert with a.astype(a.dtype.newbyteorder('<')))";
+  else if (d.find('O') != std::string::npos)
+    msg += " (object arrays are not supported)";
+  msg += "; supported: float32, float64, float16, int8, uint8, int32, uint16 (little-endian)";
+  return msg;
+}
+
+[[noreturn]] void fail_file(const std::string& name, const std::string& what) { throw IoError(name + ": " + what); }
+
+uint32_t read_le(const uint8_t* p, int n) {
+  uint32_t v = 0;
+  for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+std::string shape_repr(const std::vector<int64_t>& shape) {
+  if (shape.empty()) return "()";
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) s += ",";
+  return s + ")";
+}
+
+// numel and byte count of a shape, or an error text when they do not fit in 64 bits. A zero
+// dimension does not excuse an overflowing product of the others: such a header is nonsense.
+std::optional<std::string> checked_sizes(const std::vector<int64_t>& shape, std::size_t itemsize, uint64_t& numel,
+                                         uint64_t& nbytes) {
+  uint64_t prod_nonzero = 1;
+  bool has_zero = false;
+  for (int64_t d : shape) {
+    if (d < 0) return "negative dimension " + std::to_string(d) + " in shape";
+    if (d == 0) {
+      has_zero = true;
+      continue;
+    }
+    if (mul_overflows(prod_nonzero, static_cast<uint64_t>(d), prod_nonzero))
+      return "shape " + shape_repr(shape) + " has too many elements (size overflows)";
+  }
+  if (mul_overflows(prod_nonzero, itemsize, nbytes) || nbytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    return "shape " + shape_repr(shape) + " is too large (byte size overflows)";
+  numel = has_zero ? 0 : prod_nonzero;
+  nbytes = numel * itemsize;
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* to_string(DType t) {
+  switch (t) {
+    case DType::F32: return "float32";
+    case DType::F64: return "float64";
+    case DType::F16: return "float16";
+    case DType::I8: return "int8";
+    case DType::U8: return "uint8";
+    case DType::I32: return "int32";
+    case DType::U16: return "uint16";
+  }
+  return "?";
+}
+
+std::size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::F32: return 4;
+    case DType::F64: return 8;
+    case DType::F16: return 2;
+    case DType::I8: return 1;
+    case DType::U8: return 1;
+    case DType::I32: return 4;
+    case DType::U16: return 2;
+  }
+  return 0;
+}
+
+bool dtype_is_float(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16; }
+
+std::size_t NpyArray::numel() const {
+  std::size_t n = 1;
+  for (int64_t d : shape) n *= static_cast<std::size_t>(d);
+  return n;
+}
+
+NpyArray parse_npy(const uint8_t* bytes, std::size_t size, const std::string& name) {
+  auto fail = [&](const std::string& what) { fail_file(name, what); };
+  if (size < 8) {
+    if (size >= 6 && std::memcmp(bytes, kMagic, 6) == 0) fail("truncated header (file has only " + std::to_string(size) + " bytes)");
+    fail(size == 0 ? "empty file, not a .npy file" : "not a .npy file (too short for the magic string)");
+  }
+  if (std::memcmp(bytes, kMagic, 6) != 0) fail("not a .npy file (bad magic; expected \\x93NUMPY)");
+  const int major = bytes[6], minor = bytes[7];
+  if (!((major == 1 || major == 2 || major == 3) && minor == 0))
+    fail("unsupported .npy format version " + std::to_string(major) + "." + std::to_string(minor) +
+         " (supported: 1.0, 2.0, 3.0)");
+  const int len_bytes = major == 1 ? 2 : 4;
+  const std::size_t prefix = 8 + static_cast<std::size_t>(len_bytes);
+  if (size < prefix) fail("truncated header (file ends inside the header length field)");
+  const std::size_t header_len = read_le(bytes + 8, len_bytes);
+  if (header_len > size - prefix)
+    fail("header length " + std::to_string(header_len) + " runs past the end of the file (" + std::to_string(size) +
+         " bytes)");
+  const std::string_view header(reinterpret_cast<const char*>(bytes + prefix), header_len);
+  // v1/v2 are latin-1 and v3 UTF-8, but every header we can read is plain ASCII; refusing other
+  // bytes up front keeps garbage out of the parser and the error messages.
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    const auto c = static_cast<unsigned char>(header[i]);
+    if (c >= 0x80 || (c < 0x20 && c != '\n' && c != '\r' && c != '\t')) {
+      static const char* hex = "0123456789abcdef";
+      fail(std::string("header contains a non-ASCII or control byte 0x") + hex[c >> 4] + hex[c & 15] + " at offset " +
+           std::to_string(prefix + i));
+    }
+  }
+
+  HeaderParser::Result h = HeaderParser(header, name).parse();
+  const std::optional<DType> dtype = dtype_from_descr(h.descr);
+  if (!dtype) fail(refuse_descr_message(h.descr));
+  if (h.fortran_order)
+    fail("Fortran-order arrays are not supported; save a C-order copy with "
+         "np.save(path, np.ascontiguousarray(a))");
+
+  uint64_t numel = 0, nbytes = 0;
+  if (auto err = checked_sizes(h.shape, dtype_size(*dtype), numel, nbytes)) fail(*err);
+  const std::size_t have = size - prefix - header_len;
+  if (nbytes != have) {
+    fail("shape " + shape_repr(h.shape) + " of " + to_string(*dtype) + " needs " + std::to_string(nbytes) +
+         " data bytes but the file has " + std::to_string(have) + (have < nbytes ? " (truncated)" : " (trailing data)"));
+  }
+
+  NpyArray a;
+  a.dtype = *dtype;
+  a.shape = std::move(h.shape);
+  a.data.assign(bytes + prefix + header_len, bytes + size);
+  return a;
+}
+
+NpyArray read_npy(const std::string& path) {
+  const std::vector<uint8_t> bytes = read_file(path);
+  return parse_npy(bytes.data(), bytes.size(), path);
+}
+
+std::vector<uint8_t> serialize_npy(const NpyArray& a) {
+  uint64_t numel = 0, nbytes = 0;
+  if (auto err = checked_sizes(a.shape, dtype_size(a.dtype), numel, nbytes))
+    throw std::invalid_argument("serialize_npy: " + *err);
+  if (a.data.size() != nbytes)
+    throw std::invalid_argument("serialize_npy: shape " + shape_repr(a.shape) + " needs " + std::to_string(nbytes) +
+                                " bytes, data has " + std::to_string(a.data.size()));
+
+  // Byte-identical to numpy's _write_array_header: sorted keys, repr() values, a trailing ", ",
+  // spare room to grow axis 0 in place, then spaces and '\n' so the data starts on a multiple of 64.
+  std::string header = std::string("{'descr': '") + canonical_descr(a.dtype) +
+                       "', 'fortran_order': False, 'shape': " + shape_repr(a.shape) + ", }";
+  if (!a.shape.empty()) {
+    const std::size_t digits = std::to_string(a.shape[0]).size();
+    if (digits < kGrowthAxisDigits) header.append(kGrowthAxisDigits - digits, ' ');
+  }
+  auto wrap = [&](int major) {
+    const std::size_t prefix = major == 1 ? 10 : 12;
+    const std::size_t hlen = header.size() + 1;
+    const std::size_t pad = kAlign - (prefix + hlen) % kAlign;  // numpy pads a full 64 when aligned
+    return std::pair{prefix, hlen + pad};
+  };
+  int major = 1;
+  auto [prefix, total] = wrap(1);
+  if (total > 0xFFFF) {  // only with thousands of dims; kept for parity with numpy
+    major = 2;
+    std::tie(prefix, total) = wrap(2);
+  }
+
+  std::vector<uint8_t> out;
+  out.reserve(prefix + total + a.data.size());
+  for (uint8_t c : kMagic) out.push_back(c);
+  out.push_back(static_cast<uint8_t>(major));
+  out.push_back(0);
+  for (std::size_t i = 0; i < prefix - 8; ++i) out.push_back(static_cast<uint8_t>(total >> (8 * i)));
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), total - header.size() - 1, ' ');
+  out.push_back('\n');
+  out.insert(out.end(), a.data.begin(), a.data.end());
+  return out;
+}
+
+void write_npy(const std::string& path, const NpyArray& a) {
+  const std::vector<uint8_t> bytes = serialize_npy(a);
+  write_file_atomic(path, bytes);
+}
+
+NpyArray make_npy(DType dtype, const std::vector<int64_t>& shape, const void* data) {
+  uint64_t numel = 0, nbytes = 0;
+  if (auto err = checked_sizes(shape, dtype_size(dtype), numel, nbytes)) throw std::invalid_argument("make_npy: " + *err);
+  NpyArray a;
+  a.dtype = dtype;
+  a.shape = shape;
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (nbytes > 0) a.data.assign(p, p + nbytes);
+  return a;
+}
+
+namespace {
+
+template <typename Out, typename In>
+void convert(const NpyArray& a, std::vector<Out>& out) {
+  const std::size_t n = out.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    In v;
+    std::memcpy(&v, a.data.data() + i * sizeof(In), sizeof(In));  // data has no alignment promise
+    out[i] = static_cast<Out>(v);  // f64 -> f32 is the ordinary C++ conversion (nearest)
+  }
+}
+
+template <typename Out>
+std::vector<Out> to_floating(const NpyArray& a) {
+  const std::size_t n = a.numel();
+  if (a.data.size() != n * dtype_size(a.dtype))
+    throw std::invalid_argument("to_float: data size does not match shape " + shape_repr(a.shape));
+  std::vector<Out> out(n);
+  switch (a.dtype) {
+    case DType::F32: convert<Out, float>(a, out); break;
+    case DType::F64: convert<Out, double>(a, out); break;
+    case DType::I8: convert<Out, int8_t>(a, out); break;
+    case DType::U8: convert<Out, uint8_t>(a, out); break;
+    case DType::I32: convert<Out, int32_t>(a, out); break;
+    case DType::U16: convert<Out, uint16_t>(a, out); break;
+    case DType::F16:
+      for (std::size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, a.data.data() + 2 * i, 2);
+        out[i] = static_cast<Out>(half_to_float(h));
+      }
+      break;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<float> to_float32(const NpyArray& a) { return to_floating<float>(a); }
+std::vector<double> to_float64(const NpyArray& a) { return to_floating<double>(a); }
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1Fu;
+  uint32_t mant = h & 0x3FFu;
+  uint32_t bits;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (mant << 13);  // inf, or NaN with its payload kept (quiet bit included)
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);  // rebias 15 -> 127
+  } else if (mant == 0) {
+    bits = sign;
+  } else {
+    // Subnormal half m * 2^-24: normalise so the leading 1 becomes the implicit bit.
+    int e = 113;  // exponent field of 2^-14, decremented per shift
+    while ((mant & 0x400u) == 0) {
+      mant <<= 1;
+      --e;
+    }
+    bits = sign | (static_cast<uint32_t>(e) << 23) | ((mant & 0x3FFu) << 13);
+  }
+  return std::bit_cast<float>(bits);
+}
+
+uint16_t float_to_half(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  uint32_t ax = x & 0x7FFFFFFFu;
+  if (ax >= 0x7F800000u) {
+    if (ax == 0x7F800000u) return sign | 0x7C00u;
+    // NaN: keep the top payload bits (like numpy), so every half NaN round-trips unchanged; a
+    // payload that lives only in the low 13 bits must not truncate to inf.
+    uint16_t m = static_cast<uint16_t>((ax >> 13) & 0x3FFu);
+    if (m == 0) m = 0x200u;
+    return sign | 0x7C00u | m;
+  }
+  if (ax >= 0x477FF000u) return sign | 0x7C00u;  // >= 65520 = max + half ulp: ties to even = inf
+  if (ax >= 0x38800000u) {                       // >= 2^-14: normal half
+    // Round to nearest even on the 13 dropped bits; a carry into the exponent is the right answer.
+    ax += 0xFFFu + ((ax >> 13) & 1u);
+    return sign | static_cast<uint16_t>((ax - (112u << 23)) >> 13);
+  }
+  if (ax <= 0x33000000u) return sign;  // <= 2^-25, half of the smallest subnormal: ties to 0 (even)
+  // Subnormal half: value = mant * 2^(e - 150); in units of 2^-24 that is mant >> (126 - e).
+  const uint32_t e = ax >> 23;
+  const uint32_t mant = (ax & 0x7FFFFFu) | 0x800000u;
+  const uint32_t shift = 126u - e;  // 14..24 here
+  uint32_t m = mant >> shift;
+  const uint32_t rem = mant & ((1u << shift) - 1u);
+  const uint32_t half = 1u << (shift - 1u);
+  if (rem > half || (rem == half && (m & 1u))) ++m;  // may carry into 0x400, the smallest normal
+  return sign | static_cast<uint16_t>(m);
+}
+
+}  // namespace qs
