@@ -262,10 +262,10 @@ Format parse_format(std::string_view spec_in) {
   if (f.bias != default_bias) name += ":bias=" + std::to_string(f.bias);
   if (f.specials != default_specials) name += std::string(":specials=") + to_string(f.specials);
   if (!f.is_signed) name += ":unsigned";
-  for (const Format& t : named_formats())
-    if (t.name == name) return t;
   f.name = name;
   finalize(f, spec_in);
+  for (const Format& t : named_formats())  // e4m3:specials=fn is e4m3fn, e5m10 is fp16
+    if (t == f) return t;
   return f;
 }
 
