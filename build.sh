@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# QuantScope set-up on Debian 12: installs what is missing (apt-get; sudo when not root), builds, then
+#   ./build.sh run    starts the GUI (with the built-in default format e4m3fn)
+#   ./build.sh test   runs every test: the full build, then a Qt-free engine + CLI build
+set -euo pipefail
+cd "$(dirname "$0")"
+mode=${1:-run}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+packages=(build-essential cmake ninja-build pkg-config libeigen3-dev libcli11-dev
+          qt6-base-dev libqcustomplot-dev libgl-dev)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
+  echo "build.sh: installing ${missing[*]}"
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+configure_and_build() {  # dir, extra cmake args...
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+  cmake --build "$dir" -j "$jobs"
+}
+
+case "$mode" in
+  run)
+    install_missing
+    configure_and_build build
+    exec ./build/quantscope
+    ;;
+  test)
+    install_missing
+    configure_and_build build
+    ctest --test-dir build --output-on-failure -j "$jobs"
+    # The engine must never gain a Qt dependency: build and test core + CLI without Qt.
+    configure_and_build build-nogui -DQS_BUILD_GUI=OFF -DQS_WITH_CUDA=OFF
+    ctest --test-dir build-nogui --output-on-failure -j "$jobs"
+    echo "build.sh: all tests passed"
+    ;;
+  *)
+    echo "usage: ./build.sh run | ./build.sh test" >&2
+    exit 2
+    ;;
+esac
