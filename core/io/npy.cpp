@@ -135,13 +135,12 @@ class HeaderParser {
   }
   char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
   bool eat(char c) {
-    if (peek() != c || pos_ >= s_.size()) return false;
+    if (pos_ >= s_.size() || s_[pos_] != c) return false;
     ++pos_;
     return true;
   }
   void skip_ws() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
-      ++pos_;
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
   }
   bool eat_word(std::string_view w) {
     if (s_.substr(pos_, w.size()) != w) return false;
@@ -211,8 +210,9 @@ class HeaderParser {
       }
       if (eat(')')) {
         // Python: (3) is the int 3, not a tuple; numpy refuses it, so do we.
-        if (shape.size() == 1) error("'shape' (" + std::to_string(shape[0]) + ") is not a tuple; expected (" +
-                                     std::to_string(shape[0]) + ",)");
+        if (shape.size() == 1)
+          error("'shape' (" + std::to_string(shape[0]) + ") is not a tuple; expected (" + std::to_string(shape[0]) +
+                ",)");
         return shape;
       }
       error("expected ',' or ')' in 'shape' " + where());
@@ -274,7 +274,8 @@ std::optional<std::string> checked_sizes(const std::vector<int64_t>& shape, std:
     if (mul_overflows(prod_nonzero, static_cast<uint64_t>(d), prod_nonzero))
       return "shape " + shape_repr(shape) + " has too many elements (size overflows)";
   }
-  if (mul_overflows(prod_nonzero, itemsize, nbytes) || nbytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+  if (mul_overflows(prod_nonzero, itemsize, nbytes) ||
+      nbytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
     return "shape " + shape_repr(shape) + " is too large (byte size overflows)";
   numel = has_zero ? 0 : prod_nonzero;
   nbytes = numel * itemsize;
@@ -317,10 +318,15 @@ std::size_t NpyArray::numel() const {
   return n;
 }
 
-NpyArray parse_npy(const uint8_t* bytes, std::size_t size, const std::string& name) {
+namespace {
+
+// Validates everything (header, dtype, sizes against `size`) and fills dtype and shape of `a`;
+// returns where the data starts. Nothing is allocated from the header's claims.
+std::size_t parse_header(const uint8_t* bytes, std::size_t size, const std::string& name, NpyArray& a) {
   auto fail = [&](const std::string& what) { fail_file(name, what); };
   if (size < 8) {
-    if (size >= 6 && std::memcmp(bytes, kMagic, 6) == 0) fail("truncated header (file has only " + std::to_string(size) + " bytes)");
+    if (size >= 6 && std::memcmp(bytes, kMagic, 6) == 0)
+      fail("truncated header (file has only " + std::to_string(size) + " bytes)");
     fail(size == 0 ? "empty file, not a .npy file" : "not a .npy file (too short for the magic string)");
   }
   if (std::memcmp(bytes, kMagic, 6) != 0) fail("not a .npy file (bad magic; expected \\x93NUMPY)");
@@ -351,27 +357,41 @@ NpyArray parse_npy(const uint8_t* bytes, std::size_t size, const std::string& na
   const std::optional<DType> dtype = dtype_from_descr(h.descr);
   if (!dtype) fail(refuse_descr_message(h.descr));
   if (h.fortran_order)
-    fail("Fortran-order arrays are not supported; save a C-order copy with "
-         "np.save(path, np.ascontiguousarray(a))");
+    fail(
+        "Fortran-order arrays are not supported; save a C-order copy with "
+        "np.save(path, np.ascontiguousarray(a))");
 
   uint64_t numel = 0, nbytes = 0;
   if (auto err = checked_sizes(h.shape, dtype_size(*dtype), numel, nbytes)) fail(*err);
   const std::size_t have = size - prefix - header_len;
   if (nbytes != have) {
     fail("shape " + shape_repr(h.shape) + " of " + to_string(*dtype) + " needs " + std::to_string(nbytes) +
-         " data bytes but the file has " + std::to_string(have) + (have < nbytes ? " (truncated)" : " (trailing data)"));
+         " data bytes but the file has " + std::to_string(have) +
+         (have < nbytes ? " (truncated)" : " (trailing data)"));
   }
 
-  NpyArray a;
   a.dtype = *dtype;
   a.shape = std::move(h.shape);
-  a.data.assign(bytes + prefix + header_len, bytes + size);
+  return prefix + header_len;
+}
+
+}  // namespace
+
+NpyArray parse_npy(const uint8_t* bytes, std::size_t size, const std::string& name) {
+  NpyArray a;
+  const std::size_t offset = parse_header(bytes, size, name, a);
+  a.data.assign(bytes + offset, bytes + size);
   return a;
 }
 
 NpyArray read_npy(const std::string& path) {
-  const std::vector<uint8_t> bytes = read_file(path);
-  return parse_npy(bytes.data(), bytes.size(), path);
+  std::vector<uint8_t> bytes = read_file(path);
+  NpyArray a;
+  const std::size_t offset = parse_header(bytes.data(), bytes.size(), path, a);
+  // Reuse the file buffer: peak memory stays at one copy of the file, not two.
+  bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(offset));
+  a.data = std::move(bytes);
+  return a;
 }
 
 std::vector<uint8_t> serialize_npy(const NpyArray& a) {
@@ -423,7 +443,8 @@ void write_npy(const std::string& path, const NpyArray& a) {
 
 NpyArray make_npy(DType dtype, const std::vector<int64_t>& shape, const void* data) {
   uint64_t numel = 0, nbytes = 0;
-  if (auto err = checked_sizes(shape, dtype_size(dtype), numel, nbytes)) throw std::invalid_argument("make_npy: " + *err);
+  if (auto err = checked_sizes(shape, dtype_size(dtype), numel, nbytes))
+    throw std::invalid_argument("make_npy: " + *err);
   NpyArray a;
   a.dtype = dtype;
   a.shape = shape;
@@ -440,7 +461,7 @@ void convert(const NpyArray& a, std::vector<Out>& out) {
   for (std::size_t i = 0; i < n; ++i) {
     In v;
     std::memcpy(&v, a.data.data() + i * sizeof(In), sizeof(In));  // data has no alignment promise
-    out[i] = static_cast<Out>(v);  // f64 -> f32 is the ordinary C++ conversion (nearest)
+    out[i] = static_cast<Out>(v);                                 // f64 -> f32 is the ordinary C++ conversion (nearest)
   }
 }
 
