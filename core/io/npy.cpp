@@ -47,8 +47,8 @@ const char* canonical_descr(DType t) {
     case DType::U8: return "|u1";
     case DType::I32: return "<i4";
     case DType::U16: return "<u2";
+    default: return nullptr;  // not storable in .npy by this writer
   }
-  return "?";
 }
 
 // Keeps the caller's string printable on one line: control and non-ASCII bytes become \xNN.
@@ -284,34 +284,6 @@ std::optional<std::string> checked_sizes(const std::vector<int64_t>& shape, std:
 
 }  // namespace
 
-const char* to_string(DType t) {
-  switch (t) {
-    case DType::F32: return "float32";
-    case DType::F64: return "float64";
-    case DType::F16: return "float16";
-    case DType::I8: return "int8";
-    case DType::U8: return "uint8";
-    case DType::I32: return "int32";
-    case DType::U16: return "uint16";
-  }
-  return "?";
-}
-
-std::size_t dtype_size(DType t) {
-  switch (t) {
-    case DType::F32: return 4;
-    case DType::F64: return 8;
-    case DType::F16: return 2;
-    case DType::I8: return 1;
-    case DType::U8: return 1;
-    case DType::I32: return 4;
-    case DType::U16: return 2;
-  }
-  return 0;
-}
-
-bool dtype_is_float(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16; }
-
 std::size_t NpyArray::numel() const {
   std::size_t n = 1;
   for (int64_t d : shape) n *= static_cast<std::size_t>(d);
@@ -398,6 +370,8 @@ std::vector<uint8_t> serialize_npy(const NpyArray& a) {
   uint64_t numel = 0, nbytes = 0;
   if (auto err = checked_sizes(a.shape, dtype_size(a.dtype), numel, nbytes))
     throw std::invalid_argument("serialize_npy: " + *err);
+  if (!canonical_descr(a.dtype))
+    throw std::invalid_argument(std::string("serialize_npy: .npy output of ") + to_string(a.dtype) + " is not supported");
   if (a.data.size() != nbytes)
     throw std::invalid_argument("serialize_npy: shape " + shape_repr(a.shape) + " needs " + std::to_string(nbytes) +
                                 " bytes, data has " + std::to_string(a.data.size()));
@@ -455,37 +429,14 @@ NpyArray make_npy(DType dtype, const std::vector<int64_t>& shape, const void* da
 
 namespace {
 
-template <typename Out, typename In>
-void convert(const NpyArray& a, std::vector<Out>& out) {
-  const std::size_t n = out.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    In v;
-    std::memcpy(&v, a.data.data() + i * sizeof(In), sizeof(In));  // data has no alignment promise
-    out[i] = static_cast<Out>(v);                                 // f64 -> f32 is the ordinary C++ conversion (nearest)
-  }
-}
-
 template <typename Out>
 std::vector<Out> to_floating(const NpyArray& a) {
   const std::size_t n = a.numel();
   if (a.data.size() != n * dtype_size(a.dtype))
     throw std::invalid_argument("to_float: data size does not match shape " + shape_repr(a.shape));
   std::vector<Out> out(n);
-  switch (a.dtype) {
-    case DType::F32: convert<Out, float>(a, out); break;
-    case DType::F64: convert<Out, double>(a, out); break;
-    case DType::I8: convert<Out, int8_t>(a, out); break;
-    case DType::U8: convert<Out, uint8_t>(a, out); break;
-    case DType::I32: convert<Out, int32_t>(a, out); break;
-    case DType::U16: convert<Out, uint16_t>(a, out); break;
-    case DType::F16:
-      for (std::size_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, a.data.data() + 2 * i, 2);
-        out[i] = static_cast<Out>(half_to_float(h));
-      }
-      break;
-  }
+  if constexpr (std::is_same_v<Out, float>) convert_to_f32(a.dtype, a.data.data(), n, out.data());
+  else convert_to_f64(a.dtype, a.data.data(), n, out.data());
   return out;
 }
 

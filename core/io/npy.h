@@ -13,17 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "io/dtype.h"
+
 namespace qs {
 
-// Any file-level problem: one line naming the file and what is wrong.
-struct IoError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
-enum class DType { F32, F64, F16, I8, U8, I32, U16 };
-const char* to_string(DType t);   // "float32", ...
-std::size_t dtype_size(DType t);
-bool dtype_is_float(DType t);
 
 struct NpyArray {
   DType dtype = DType::F32;
