@@ -8,7 +8,8 @@ mode=${1:-run}
 jobs=$(nproc 2>/dev/null || echo 2)
 
 packages=(build-essential cmake ninja-build pkg-config libeigen3-dev libcli11-dev
-          qt6-base-dev libqcustomplot-dev libgl-dev)
+          libzip-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler
+          qt6-base-dev qt6-svg-dev libqcustomplot-dev libgl-dev)
 
 install_missing() {
   local missing=()

@@ -13,7 +13,9 @@ const DeviceInfo& device_info() {
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess) {
-      d.message = std::string("no GPU: ") + cudaGetErrorString(err);
+      if (err == cudaErrorNoDevice) d.message = "no GPU: no CUDA device found";
+      else if (err == cudaErrorInsufficientDriver) d.message = "no GPU: no NVIDIA driver (or one too old for this build)";
+      else d.message = std::string("no GPU: ") + cudaGetErrorString(err);
       cudaGetLastError();  // clear the sticky error so later calls start clean
       return d;
     }

@@ -1,0 +1,387 @@
+// FormatGridPlot: the grid of representable values as a rug of ticks plus the spacing staircase.
+// Exercise: `quantscope --format e4m3fn`, `QT_QPA_PLATFORM=offscreen ./build/tst_formatgridplot`.
+#include "formatgridplot.h"
+
+#include <QPageLayout>
+#include <QPdfWriter>
+#include <QSaveFile>
+#include <QToolTip>
+#ifdef QS_HAVE_QTSVG
+#include <QSvgGenerator>
+#endif
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace {
+
+const QColor kRugColor(31, 119, 180);
+const QColor kSpacingColor(230, 110, 20);
+constexpr double kRugHeight = 0.07;  // fraction of the plot height taken by the value ticks
+
+// "2⁻⁹": tick labels and facts of binary formats read best as powers of two.
+QString powerOfTwo(int k) {
+  static const char16_t* digits[] = {u"⁰", u"¹", u"²", u"³", u"⁴", u"⁵", u"⁶", u"⁷", u"⁸", u"⁹"};
+  QString s = QStringLiteral("2");
+  if (k < 0) s += QChar(u'⁻');
+  for (QChar c : QString::number(std::abs(k))) s += QString::fromUtf16(digits[c.digitValue()]);
+  return s;
+}
+
+bool exactPowerOfTwo(double v, int* k) {
+  if (!(v > 0) || !std::isfinite(v)) return false;
+  int e = 0;
+  const double m = std::frexp(v, &e);
+  *k = e - 1;
+  return m == 0.5;
+}
+
+QByteArray shortest(double v) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? QByteArray(buf, int(end - buf)) : QByteArray::number(v, 'g', 17);
+}
+
+QString number(double v) { return QString::fromLatin1(shortest(v)).replace(u'-', u'−'); }
+
+// A value for the subtitle: exact when that is short, and powers of two far from 1 as "2⁻⁹ = 0.001953125".
+QString fact(double v) {
+  QString text = number(v);
+  int digits = 0;
+  for (QChar c : text.section(u'e', 0, 0)) digits += c.isDigit() ? 1 : 0;
+  const bool exact = digits <= 10;
+  if (!exact) text = QString::number(v, 'g', 4).replace(u'-', u'−');
+  int k = 0;
+  if (exactPowerOfTwo(v, &k) && (k < -3 || k > 10))
+    return powerOfTwo(k) + (exact ? QStringLiteral(" = ") : QStringLiteral(" ≈ ")) + text;
+  return exact ? text : QStringLiteral("≈ ") + text;
+}
+
+// Log ticker at powers of two, labelled "2⁻⁹": the natural ruler for binary formats. The exponent
+// step is a power of two too, so bf16's 260 binades get ticks at 2⁻¹²⁸, 2⁻⁹⁶, ... not every binade.
+class Pow2Ticker : public QCPAxisTicker {
+public:
+  Pow2Ticker() {
+    setTickCount(10);
+    setTickStepStrategy(QCPAxisTicker::tssMeetTickCount);
+  }
+
+protected:
+  QVector<double> createTickVector(double tickStep, const QCPRange& range) override {
+    QVector<double> ticks;
+    if (!(range.lower > 0) || !(range.upper > range.lower)) return ticks;
+    const double lo = std::log2(range.lower), hi = std::log2(range.upper);
+    // Zoomed into a binade or two, powers of two alone would leave the axis without labels.
+    m_plain = hi - lo < 3;
+    if (m_plain) return QCPAxisTicker::createTickVector(tickStep, range);
+    int step = 1;
+    while (step < 1024 && (hi - lo) / step > tickCount()) step *= 2;
+    for (int k = int(std::floor(lo / step)) * step; k <= int(std::ceil(hi)) + step; k += step)
+      ticks << std::ldexp(1.0, k);
+    return ticks;
+  }
+  int getSubTickCount(double tickStep) override { return m_plain ? QCPAxisTicker::getSubTickCount(tickStep) : 0; }
+  QString getTickLabel(double tick, const QLocale& locale, QChar formatChar, int precision) override {
+    int k = 0;
+    if (!m_plain && exactPowerOfTwo(tick, &k)) return powerOfTwo(k);
+    return QCPAxisTicker::getTickLabel(tick, locale, formatChar, precision);
+  }
+
+private:
+  bool m_plain = false;
+};
+
+QSharedPointer<QCPAxisTicker> makePow2Ticker() { return QSharedPointer<Pow2Ticker>::create(); }
+
+}  // namespace
+
+FormatGridPlot::FormatGridPlot(QWidget* parent) : QCustomPlot(parent) {
+  setMinimumSize(480, 320);
+  setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  setNoAntialiasingOnDrag(true);  // keeps dragging fluid with 65k impulses on screen
+
+  plotLayout()->insertRow(0);
+  plotLayout()->insertRow(1);
+  m_title = new QCPTextElement(this, QString(), QFont(font().family(), 13, QFont::Bold));
+  m_subtitle = new QCPTextElement(this, QString(), QFont(font().family(), 10));
+  m_subtitle->setTextColor(QColor(70, 70, 70));
+  m_title->setMargins(QMargins(0, 8, 0, 0));
+  m_subtitle->setMargins(QMargins(0, 2, 0, 4));
+  plotLayout()->addElement(0, 0, m_title);
+  plotLayout()->addElement(1, 0, m_subtitle);
+
+  yAxis->setScaleType(QCPAxis::stLogarithmic);
+  yAxis->setTicker(makePow2Ticker());
+  yAxis->setLabel(QStringLiteral("spacing to the next value"));
+  yAxis2->setRange(0, 1);  // the rug lives on the hidden right axis, fixed at the bottom
+  for (QCPAxis* a : {xAxis, yAxis}) {
+    a->grid()->setPen(QPen(QColor(220, 220, 220), 0, Qt::DotLine));
+    a->setLabelFont(QFont(font().family(), 10));
+  }
+
+  m_valueGraph = addGraph(xAxis, yAxis2);
+  m_valueGraph->setName(QStringLiteral("representable values"));
+  m_valueGraph->setLineStyle(QCPGraph::lsImpulse);
+  m_valueGraph->setPen(QPen(kRugColor, 1));
+
+  m_spacingGraph = addGraph(xAxis, yAxis);
+  m_spacingGraph->setName(QStringLiteral("spacing to the next value"));
+  m_spacingGraph->setLineStyle(QCPGraph::lsStepLeft);
+  m_spacingGraph->setPen(QPen(kSpacingColor, 1.8));
+
+  legend->setVisible(true);
+  legend->setBrush(QColor(255, 255, 255, 220));
+  legend->setBorderPen(QPen(QColor(200, 200, 200)));
+  legend->setFont(QFont(font().family(), 9));
+
+  connect(this, &QCustomPlot::mouseDoubleClick, this, &FormatGridPlot::resetView);
+  connect(this, &QCustomPlot::mouseMove, this, &FormatGridPlot::showValueTip);
+
+  setFormat(qs::parse_format("e4m3fn"));
+}
+
+void FormatGridPlot::setFormat(const qs::Format& format) {
+  m_format = format;
+  m_allFinite.clear();
+  for (double v : qs::distinct_values(format))
+    if (std::isfinite(v)) m_allFinite.push_back(v);
+  rebuild();
+  emit formatChanged(QString::fromStdString(m_format.name));
+}
+
+void FormatGridPlot::setLogScale(bool on) {
+  if (on == m_logScale) return;
+  m_logScale = on;
+  rebuild();
+  emit logScaleChanged(on);
+}
+
+void FormatGridPlot::rebuild() {
+  m_values.clear();
+  for (double v : m_allFinite)
+    if (!m_logScale || v > 0) m_values.push_back(v);
+  const qsizetype n = m_values.size();
+  m_spacings = QVector<double>(n, std::numeric_limits<double>::quiet_NaN());
+  for (qsizetype i = 0; i + 1 < n; ++i) m_spacings[i] = m_values[i + 1] - m_values[i];
+
+  // Bulk, already-sorted setData: fp16/bf16 give ~63k points, far too many for per-item drawing.
+  m_valueGraph->setData(m_values, QVector<double>(n, kRugHeight), true);
+  // A dot on each tick makes the few values of 4- and 6-bit formats easy to count.
+  m_valueGraph->setScatterStyle(n <= 80 ? QCPScatterStyle(QCPScatterStyle::ssDisc, kRugColor, 5)
+                                        : QCPScatterStyle());
+  // The step line needs a closing point so the last interval [v[n-2], v[n-1]] is drawn.
+  QVector<double> steps = m_spacings;
+  if (n >= 2) steps[n - 1] = steps[n - 2];
+  m_spacingGraph->setData(n >= 2 ? m_values : QVector<double>(),
+                          n >= 2 ? steps : QVector<double>(), true);
+
+  if (m_logScale) {
+    xAxis->setScaleType(QCPAxis::stLogarithmic);
+    xAxis->setTicker(makePow2Ticker());
+    xAxis->setLabel(m_format.is_signed ? QStringLiteral("|value|  (log scale; negative values mirror these)")
+                                       : QStringLiteral("value  (log scale)"));
+  } else {
+    xAxis->setScaleType(QCPAxis::stLinear);
+    xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+    xAxis->setLabel(QStringLiteral("value"));
+  }
+  // In the linear view the spacing is a V (fine near zero), so the top centre is free; on the log
+  // axis it rises to the right, leaving the top left free.
+  axisRect()->insetLayout()->setInsetAlignment(
+      0, Qt::AlignTop | (m_logScale ? Qt::AlignLeft : Qt::AlignHCenter));
+
+  if (n > 0) {
+    const double lo = m_values.front(), hi = m_values.back();
+    if (m_logScale) {
+      const double pad = std::exp2(0.03 * std::max(std::log2(hi / lo), 2.0) + 0.3);
+      m_fullX = QCPRange(lo / pad, hi * pad);
+    } else {
+      const double pad = 0.03 * (hi > lo ? hi - lo : std::max(std::abs(hi), 1.0));
+      m_fullX = QCPRange(lo - pad, hi + pad);
+    }
+  }
+  double gmin = 0, gmax = 0;
+  for (qsizetype i = 0; i + 1 < n; ++i) {
+    const double g = m_spacings[i];
+    if (gmin == 0 || g < gmin) gmin = g;
+    gmax = std::max(gmax, g);
+  }
+  if (gmin > 0) {
+    // Extra room below the finest spacing keeps the staircase clear of the rug of value ticks.
+    const double lo = std::log2(gmin), hi = std::log2(gmax), span = std::max(hi - lo, 2.0);
+    double bottom = lo - 0.22 * span - 0.5, top = hi + 0.12 * span + 0.5;
+    // At least four octaves, so even a constant spacing (integers) gets power-of-two ticks.
+    if (top - bottom < 4) {
+      const double grow = 4 - (top - bottom);
+      bottom -= 0.6 * grow;
+      top += 0.4 * grow;
+    }
+    m_fullY = QCPRange(std::exp2(bottom), std::exp2(top));
+  } else {
+    m_fullY = QCPRange(0.5, 2);
+  }
+  updateTitle();
+  resetView();
+}
+
+void FormatGridPlot::resetView() {
+  xAxis->setRange(m_fullX);
+  yAxis->setRange(m_fullY);
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+void FormatGridPlot::updateTitle() {
+  const qs::Format& f = m_format;
+  const QString sep = QStringLiteral("   ·   ");
+  QString kind;
+  if (f.is_int()) {
+    kind = QStringLiteral("%1-bit %2integer").arg(f.bits).arg(f.is_signed ? "" : "unsigned ");
+  } else {
+    kind = QStringLiteral("%1-bit %2float: E%3 M%4, bias %5, specials %6")
+               .arg(f.bits)
+               .arg(f.is_signed ? "" : "unsigned ")
+               .arg(f.ebits)
+               .arg(f.mbits)
+               .arg(f.bias)
+               .arg(qs::to_string(f.specials));
+  }
+  m_title->setText(QString::fromStdString(f.name) + QStringLiteral("  —  ") + kind);
+
+  QStringList facts;
+  const QString lowest = m_allFinite.isEmpty() ? QString() : number(m_allFinite.front());
+  if (f.is_int() || f.ebits == 0) {
+    facts << QStringLiteral("range [%1, %2]").arg(lowest, number(f.max_finite))
+          << QStringLiteral("step ") + fact(f.min_subnormal);
+  } else {
+    facts << QStringLiteral("max ") + fact(f.max_finite);
+    if (f.no_zero) {
+      facts << QStringLiteral("smallest ") + fact(f.min_normal) + QStringLiteral(" (no zero)");
+    } else {
+      facts << QStringLiteral("min normal ") + fact(f.min_normal);
+      if (f.min_subnormal < f.min_normal)
+        facts << QStringLiteral("min subnormal ") + fact(f.min_subnormal);
+      else
+        facts << QStringLiteral("no subnormals");
+    }
+  }
+  const qsizetype finite = m_allFinite.size();
+  facts << (f.has_inf ? QStringLiteral("%1 distinct values (%2 finite + ±inf)").arg(finite + 2).arg(finite)
+                      : QStringLiteral("%1 distinct values").arg(finite));
+  m_subtitle->setText(facts.join(sep));
+}
+
+void FormatGridPlot::showValueTip(QMouseEvent* event) {
+  if (m_values.isEmpty() || !axisRect()->rect().contains(event->pos())) {
+    QToolTip::hideText();
+    return;
+  }
+  const double key = xAxis->pixelToCoord(event->position().x());
+  auto it = std::lower_bound(m_values.cbegin(), m_values.cend(), key);
+  if (it == m_values.cend() || (it != m_values.cbegin() && key - *(it - 1) < *it - key)) --it;
+  // Only when the pointer is within a few pixels of a value, or the tip would chase the mouse.
+  if (std::abs(xAxis->coordToPixel(*it) - event->position().x()) > 6) {
+    QToolTip::hideText();
+    return;
+  }
+  const qsizetype i = it - m_values.cbegin();
+  QString text = QStringLiteral("value %1").arg(QString::fromLatin1(shortest(*it)));
+  if (std::isfinite(m_spacings[i]))
+    text += QStringLiteral("\nspacing to next %1").arg(QString::fromLatin1(shortest(m_spacings[i])));
+  QToolTip::showText(event->globalPosition().toPoint(), text, this);
+}
+
+bool FormatGridPlot::writeCsv(QIODevice* out) const {
+  QByteArray buf("value,spacing\n");
+  buf.reserve(int(m_values.size()) * 24 + 16);
+  for (qsizetype i = 0; i < m_values.size(); ++i) {
+    buf += shortest(m_values[i]);
+    buf += ',';
+    if (std::isfinite(m_spacings[i])) buf += shortest(m_spacings[i]);  // the largest has no next
+    buf += '\n';
+  }
+  return out->write(buf) == buf.size();
+}
+
+QSize FormatGridPlot::exportSize() const {
+  // What is on screen; a plot never shown (scripts, tests) gets a figure-sized default instead.
+  return QSize(width() >= 300 ? width() : 1000, height() >= 200 ? height() : 600);
+}
+
+bool FormatGridPlot::writePdf(QIODevice* out) {
+  // savePdf() only takes a file name; painting into a QPdfWriter on the QSaveFile keeps it atomic.
+  const QSize size = exportSize();
+  QPdfWriter writer(out);
+  writer.setResolution(72);  // one device pixel per point: the page is exactly the plot
+  writer.setCreator(QStringLiteral("QuantScope"));
+  writer.setTitle(QString::fromStdString(m_format.name));
+  writer.setPageLayout(QPageLayout(QPageSize(QSizeF(size), QPageSize::Point, QString(), QPageSize::ExactMatch),
+                                   QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
+  QCPPainter painter;
+  if (!painter.begin(&writer)) return false;
+  painter.setMode(QCPPainter::pmVectorized);
+  toPainter(&painter, size.width(), size.height());
+  return painter.end();
+}
+
+bool FormatGridPlot::writeSvg(QIODevice* out) {
+#ifdef QS_HAVE_QTSVG
+  const QSize size = exportSize();
+  QSvgGenerator generator;
+  generator.setOutputDevice(out);
+  generator.setSize(size);
+  generator.setViewBox(QRect(QPoint(0, 0), size));
+  generator.setTitle(QString::fromStdString(m_format.name));
+  generator.setDescription(QStringLiteral("QuantScope: representable values of %1").arg(QString::fromStdString(m_format.name)));
+  QCPPainter painter;
+  if (!painter.begin(&generator)) return false;
+  painter.setMode(QCPPainter::pmVectorized);
+  toPainter(&painter, size.width(), size.height());
+  return painter.end();
+#else
+  Q_UNUSED(out);
+  return false;
+#endif
+}
+
+QStringList FormatGridPlot::exportSuffixes() {
+#ifdef QS_HAVE_QTSVG
+  return {QStringLiteral("png"), QStringLiteral("pdf"), QStringLiteral("svg"), QStringLiteral("csv")};
+#else
+  return {QStringLiteral("png"), QStringLiteral("pdf"), QStringLiteral("csv")};
+#endif
+}
+
+bool FormatGridPlot::exportTo(const QString& path, QString* error) {
+  auto fail = [&](const QString& why) {
+    if (error) *error = why;
+    return false;
+  };
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  if (!exportSuffixes().contains(suffix))
+    return fail(QStringLiteral("unsupported file type '%1' (use .%2)")
+                    .arg(suffix.isEmpty() ? path : QStringLiteral(".") + suffix,
+                         exportSuffixes().join(QStringLiteral(", ."))));
+
+  QSaveFile file(path);  // temp file + rename: an interrupted export never leaves half a file
+  if (!file.open(QIODevice::WriteOnly))
+    return fail(QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
+  bool ok = false;
+  if (suffix == u"csv") {
+    ok = writeCsv(&file);
+  } else if (suffix == u"pdf") {
+    ok = writePdf(&file);
+  } else if (suffix == u"svg") {
+    ok = writeSvg(&file);
+  } else {
+    const QSize size = exportSize();
+    ok = toPixmap(size.width(), size.height()).save(&file, "PNG");
+  }
+  if (!ok) {
+    file.cancelWriting();
+    return fail(QStringLiteral("cannot write %1: encoding the %2 failed").arg(path, suffix.toUpper()));
+  }
+  if (!file.commit()) return fail(QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
+  return true;
+}
