@@ -282,8 +282,12 @@ void tst_Format::specialInputs_data() {
   QTest::newRow("int8 127.5 -> 127") << "int8" << 127.5 << "ieee" << 127u << 1 << 0 << 0;
   QTest::newRow("int8 -200 -> -127") << "int8" << -200.0 << "saturate" << 0x81u << 1 << 0 << 0;
   QTest::newRow("int8 nan -> 0") << "int8" << nan << "saturate" << 0u << 0 << 0 << 1;
-  // Under saturate, overflow counts every input beyond max (it is clamped before rounding).
-  QTest::newRow("int4 -7.4 -> -7 saturate") << "int4" << -7.4 << "saturate" << 0x9u << 1 << 0 << 0;
+  // Overflow counts what nearest rounding would take beyond max, in both modes: -7.4 is no overflow,
+  // -7.5 (a tie that goes to -8) is one.
+  QTest::newRow("int4 -7.4 -> -7 saturate") << "int4" << -7.4 << "saturate" << 0x9u << 0 << 0 << 0;
+  QTest::newRow("int4 -7.5 -> -7 saturate") << "int4" << -7.5 << "saturate" << 0x9u << 1 << 0 << 0;
+  QTest::newRow("e4m3fn 464 saturate") << "e4m3fn" << 464.0 << "saturate" << 0x7eu << 0 << 0 << 0;
+  QTest::newRow("e4m3fn 449 saturate") << "e4m3fn" << 449.0 << "saturate" << 0x7eu << 0 << 0 << 0;
   QTest::newRow("int4 -7.4 -> -7 ieee") << "int4" << -7.4 << "ieee" << 0x9u << 0 << 0 << 0;
   QTest::newRow("uint8 -3 -> 0") << "uint8" << -3.0 << "saturate" << 0u << 1 << 0 << 0;
   QTest::newRow("uint8 255.7 -> 255") << "uint8" << 255.7 << "saturate" << 255u << 1 << 0 << 0;

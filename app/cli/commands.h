@@ -11,6 +11,7 @@ void add_formats(CLI::App& app);     // formats, grid
 void add_quantize(CLI::App& app);    // quantize
 void add_bench(CLI::App& app);       // bench quantize
 void add_selftest(CLI::App& app);    // selftest
+void add_analyze(CLI::App& app);     // analyze
 
 // Writes `text` to `path` atomically when a path is given, else prints it to stdout.
 void emit(const std::string& text, const std::string& path);

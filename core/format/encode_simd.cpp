@@ -44,6 +44,8 @@ KernelParams make_kernel_params(const Format& f, const EncodeOptions& opt, float
   p.bits = f.bits;
   p.max_finite = static_cast<float>(f.max_finite);
   std::memcpy(&p.max_bits, &p.max_finite, sizeof p.max_bits);
+  const float thr = static_cast<float>(f.overflow_threshold);
+  std::memcpy(&p.ovf_bits, &thr, sizeof p.ovf_bits);
   p.min_value = static_cast<float>(decode_ref(f, 0));
   p.sign_bit = f.sign_bit();
   p.nan_code = f.nan_code;

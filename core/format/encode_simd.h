@@ -44,6 +44,7 @@ EncodeStats encode_f32_ref(const Format& f, const EncodeOptions& opt, const Enco
 struct KernelParams {
   int32_t M, emin, bits;
   uint32_t max_bits;        // float32 bits of max_finite
+  uint32_t ovf_bits;        // float32 bits of overflow_threshold (saturate counts |y| >= it)
   float max_finite;
   float min_value;          // no_zero formats: the smallest code's value
   uint32_t sign_bit, nan_code, inf_code, max_code_mag, code_mask;

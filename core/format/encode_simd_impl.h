@@ -95,8 +95,9 @@ __attribute__((always_inline)) inline void encode_vec(const qs::KernelParams& p,
   const vi negnz = is_signed ? allz : (neg & nzero & ~isnan);
   vi clipped = allz;
   if (Sat) {
-    clipped = (a > p.max_bits) & ~isnan & ~negnz;
-    a = clipped ? splat_u(p.max_bits) : a;
+    const vi over = (a > p.max_bits) & ~isnan & ~negnz;
+    clipped = over & (vi)(a >= p.ovf_bits);
+    a = over ? splat_u(p.max_bits) : a;
   }
 
   // |y| = m * 2^(e - 23) with m in [2^23, 2^24); float32 subnormals are normalised via an exact
@@ -203,8 +204,9 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vu& d_ovf, 
   vi bad = a >= 0x7f800000u;
   vi clipped = allz;
   if constexpr (Sat) {
-    clipped = (a > p.max_bits) & ~bad;
-    a = clipped ? splat_u(p.max_bits) : a;
+    const vi over = (a > p.max_bits) & ~bad;
+    clipped = over & (vi)(a >= p.ovf_bits);
+    a = over ? splat_u(p.max_bits) : a;
   }
   const uint32_t s0 = 23u - (uint32_t)p.M;
   const uint32_t keep = ~((1u << s0) - 1u);

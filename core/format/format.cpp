@@ -99,6 +99,16 @@ void finalize(Format& f, std::string_view spec) {
   if (!(f.max_finite < 0x1p128))
     fail("bias " + std::to_string(f.bias) + " out of range: largest value exceeds float32's range");
   if (!(f.max_finite > 0)) fail("no finite non-zero value");
+  {
+    // The midpoint above max (in float32: max has <= 16 significant bits) rounds up when max's
+    // significand is odd (always, for M = 0 normal values), else it ties back to max.
+    const int e = f.ebits == 0 ? f.emin : std::ilogb(f.max_finite);
+    const int q = (f.ebits == 0 ? f.emin : std::max(e, f.emin)) - M;
+    const double sig = std::ldexp(f.max_finite, -q);
+    const bool odd = (M == 0 && f.ebits > 0) || std::fmod(sig, 2.0) == 1.0;
+    const float mid = static_cast<float>(f.max_finite + std::ldexp(1.0, q - 1));
+    f.overflow_threshold = odd ? double(mid) : double(std::nextafter(mid, INFINITY));
+  }
   if (f.no_zero) {
     f.min_subnormal = f.min_normal = decode_ref(f, 0);
   } else {
@@ -333,7 +343,7 @@ uint32_t encode_ref(const Format& f, double x, Rounding r, Overflow o, uint32_t 
     return 0u;
   }
   if (o == Overflow::Saturate && a > f.max_finite) {
-    ++st.overflow;
+    if (a >= f.overflow_threshold) ++st.overflow;
     a = f.max_finite;
   }
   if (std::isinf(a)) {  // only reached under ieee

@@ -52,6 +52,9 @@ struct Format {
   uint32_t inf_code = 0;      // +inf code, valid when has_inf
   bool has_inf = false, has_nan = false, has_negative_zero = false;
   double max_finite = 0, min_normal = 0, min_subnormal = 0;
+  // Smallest |x| that round-to-nearest would take beyond max_finite (464 rounds to 448 in e4m3fn,
+  // so its threshold is the float after 464). Overflow counts use it in every mode.
+  double overflow_threshold = 0;
 
   uint32_t code_count() const { return 1u << bits; }
   uint32_t sign_bit() const { return is_signed ? 1u << (bits - 1) : 0u; }
@@ -73,9 +76,10 @@ Format parse_format(std::string_view spec);
 double decode_ref(const Format& f, uint32_t code);
 ValueClass classify_ref(const Format& f, uint32_t code);
 
-// Per-call statistics of an encode: overflow (clipped or sent to inf/NaN by range; infinite inputs
-// count unless the format keeps them as inf under `ieee`), underflow (non-zero finite input that
-// became zero), nan (NaN inputs).
+// Per-call statistics of an encode: overflow (|x| at or beyond overflow_threshold, i.e. clipped
+// or sent to inf/NaN by range; under ieee + stochastic, the inputs that actually went beyond max;
+// infinite inputs count unless the format keeps them as inf under `ieee`; negative inputs of
+// unsigned formats count too), underflow (non-zero finite input that became zero), nan (NaN inputs).
 struct EncodeStats {
   uint64_t overflow = 0, underflow = 0, nan = 0;
   EncodeStats& operator+=(const EncodeStats& o) {

@@ -45,6 +45,8 @@ void minmax_finite(const T* x, std::size_t n, int threads, double& lo, double& h
   amax = gamax;
 }
 
+}  // namespace
+
 // The PyTorch MinMax affine rule for quint8-like grids, computed in float32 as PyTorch does.
 void affine_params(const Format& f, double lo_x, double hi_x, float& s, int32_t& zp) {
   const float lo = std::min(static_cast<float>(lo_x), 0.0f);
@@ -54,9 +56,11 @@ void affine_params(const Format& f, double lo_x, double hi_x, float& s, int32_t&
   zp = static_cast<int32_t>(std::clamp(0.0f - std::nearbyint(lo / s), 0.0f, qmax));
 }
 
+namespace {
 template <typename T>
 void affine_chunk(const Format& f, const EncodeOptions& opt, const T* x, std::size_t b, std::size_t e,
-                  float s, int32_t zp, float* values, uint16_t* c16, uint8_t* c8, EncodeStats& st) {
+                  float s, int32_t zp, float* values, uint16_t* c16, uint8_t* c8, EncodeStats& st,
+                  uint64_t index0 = 0) {
   const double qmax = f.max_finite;
   for (std::size_t i = b; i < e; ++i) {
     const double xi = static_cast<double>(x[i]);
@@ -74,7 +78,7 @@ void affine_chunk(const Format& f, const EncodeOptions& opt, const T* x, std::si
       } else {
         const double fl = std::floor(y);
         const double frac = y - fl;  // exact in double
-        r = fl + (double(stochastic_bits(opt.seed, i)) < std::floor(std::ldexp(frac, 32)) ? 1 : 0);
+        r = fl + (double(stochastic_bits(opt.seed, index0 + i)) < std::floor(std::ldexp(frac, 32)) ? 1 : 0);
       }
       q = r + zp;
       if (q < 0 || q > qmax) {
@@ -91,6 +95,16 @@ void affine_chunk(const Format& f, const EncodeOptions& opt, const T* x, std::si
   }
 }
 
+}  // namespace
+
+EncodeStats encode_affine_f32(const Format& f, const EncodeOptions& opt, const float* x, std::size_t n,
+                              uint64_t index0, float scale, int32_t zero_point, float* values) {
+  EncodeStats st;
+  affine_chunk(f, opt, x - 0, 0, n, scale, zero_point, values, nullptr, nullptr, st, index0);
+  return st;
+}
+
+namespace {
 template <typename T>
 double sqnr_impl(const T* x, const float* y, std::size_t n) {
   double sig = 0, err = 0;

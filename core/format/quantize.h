@@ -50,6 +50,13 @@ QuantizeResult quantize_f64(const Format& f, const EncodeOptions& opt, ScaleChoi
                             const double* x, std::size_t n, float* values, uint16_t* codes16,
                             uint8_t* codes8, int threads = 1, const ProgressFn& progress = {});
 
+// The PyTorch MinMax affine parameters for an unsigned integer format (float32 arithmetic):
+// lo = min(lo_x, 0), hi = max(hi_x, 0), s = max((hi - lo) / qmax, FLT_EPSILON), zp = clamp(round(-lo / s)).
+void affine_params(const Format& f, double lo_x, double hi_x, float& scale, int32_t& zero_point);
+// q = clamp(round(x / s) + zp, 0, qmax), values = (q - zp) * s; stochastic draws index0 + i.
+EncodeStats encode_affine_f32(const Format& f, const EncodeOptions& opt, const float* x, std::size_t n,
+                              uint64_t index0, float scale, int32_t zero_point, float* values);
+
 // SQNR in dB computed in double over finite x.
 double sqnr_db(const float* x, const float* y, std::size_t n);
 double sqnr_db(const double* x, const float* y, std::size_t n);

@@ -1,0 +1,253 @@
+// Schemes: parsing, the scale rules and their application per tensor, channel or block, with the
+// metrics of each group accumulated while its data is still in cache.
+#include "quant/scheme.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <charconv>
+#include <cmath>
+#include <mutex>
+
+#include "format/quantize.h"
+#include "quant/metrics.h"
+
+namespace qs {
+
+namespace {
+
+bool parse_int(std::string_view s, int& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool affine(const Format& f) { return f.is_int() && !f.is_signed; }
+
+int floor_log2(double v) {  // v > 0, finite
+  int ex;
+  std::frexp(v, &ex);
+  return ex - 1;
+}
+
+struct MinMax {
+  double lo = 0, hi = 0, amax = 0;
+  bool any = false;
+  void add(const float* x, std::size_t n, std::size_t stride = 1) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const double v = x[i * stride];
+      if (!std::isfinite(v)) continue;
+      lo = any ? std::min(lo, v) : v;
+      hi = any ? std::max(hi, v) : v;
+      amax = std::max(amax, std::fabs(v));
+      any = true;
+    }
+  }
+};
+
+// One group: y = fake-quant(x) with one scale (or the affine rule), stats and metrics.
+struct GroupQuantizer {
+  const Scheme& s;
+  ErrorMetrics* metrics;
+  void run(const float* x, std::size_t n, uint64_t index0, const MinMax& mm, float scale, float* y,
+           EncodeStats& st, ErrorMetrics& local) const {
+    float used_scale = scale;
+    if (affine(s.format)) {
+      int32_t zp;
+      affine_params(s.format, mm.lo, mm.hi, used_scale, zp);
+      st += encode_affine_f32(s.format, s.options, x, n, index0, used_scale, zp, y);
+    } else if (!(scale > 0) || !std::isfinite(scale)) {
+      // A two-level block scale that underflowed: the whole block is zero.
+      for (std::size_t i = 0; i < n; ++i) {
+        if (std::isnan(x[i])) ++st.nan;
+        else if (x[i] != 0) ++st.underflow;
+        y[i] = 0.0f;
+      }
+      used_scale = 1.0f;
+    } else {
+      EncodeJob job;
+      job.x = x;
+      job.n = n;
+      job.scale = scale;
+      job.values = y;
+      job.index0 = index0;
+      st += encode_f32(s.format, s.options, job);
+    }
+    if (metrics) {
+      const double bound = affine(s.format) ? std::max(std::fabs(mm.lo), std::fabs(mm.hi))
+                                            : double(used_scale) * s.format.max_finite;
+      accumulate_metrics(local, x, y, n, used_scale, bound);
+    }
+  }
+};
+
+}  // namespace
+
+float amax_scale(const Format& f, double amax) {
+  if (!(amax > 0) || !std::isfinite(amax)) return 1.0f;
+  return std::max(static_cast<float>(amax) / static_cast<float>(f.max_finite), FLT_MIN);
+}
+
+float mx_scale(const Format& element, double amax) {
+  if (!(amax > 0) || !std::isfinite(amax)) return 1.0f;
+  const int e = std::clamp(floor_log2(amax) - floor_log2(element.max_finite), -127, 127);
+  return std::ldexp(1.0f, e);
+}
+
+Scheme parse_scheme(std::string_view text, const EncodeOptions& options) {
+  Scheme s;
+  s.options = options;
+  const std::string t(text);
+  const std::size_t slash = t.find('/');
+  s.format = parse_format(t.substr(0, slash));
+  std::string gran = slash == std::string::npos ? "tensor" : t.substr(slash + 1);
+  for (char& c : gran) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto fail = [&](const std::string& why) { throw FormatError("scheme '" + t + "': " + why); };
+  if (gran == "tensor") {
+    s.granularity = Granularity::Tensor;
+    s.text = s.format.name + "/tensor";
+  } else if (gran.rfind("channel:", 0) == 0) {
+    s.granularity = Granularity::Channel;
+    if (!parse_int(std::string_view(gran).substr(8), s.axis)) fail("channel axis '" + gran.substr(8) + "' is not an integer");
+    s.text = s.format.name + "/channel:" + std::to_string(s.axis);
+  } else if (gran.rfind("block:", 0) == 0) {
+    s.granularity = Granularity::Block;
+    const std::string rest = gran.substr(6);
+    const std::size_t colon = rest.find(':');
+    if (!parse_int(std::string_view(rest).substr(0, colon), s.block) || s.block < 1)
+      fail("block size '" + rest.substr(0, colon) + "' is not a positive integer");
+    s.text = s.format.name + "/block:" + std::to_string(s.block);
+    if (colon != std::string::npos) {
+      const std::string sf = rest.substr(colon + 1);
+      if (sf != "fp32" && sf != "float32") {
+        s.scale_format = parse_format(sf);
+        if (affine(s.format)) fail("unsigned integer elements take fp32 block scales (their zero point is per block)");
+        if (s.scale_format->is_int()) fail("block scales in an integer format are not supported");
+        s.text += ":" + s.scale_format->name;
+      }
+    }
+  } else {
+    fail("unknown granularity '" + gran + "' (tensor, channel:<axis>, block:<n>[:<scale format>])");
+  }
+  return s;
+}
+
+SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int64_t>& shape, float* y, int threads,
+                          const ProgressFn& progress, ErrorMetrics* metrics) {
+  SchemeOutput out;
+  std::size_t n = 1;
+  for (int64_t d : shape) n *= static_cast<std::size_t>(d);
+  threads = resolve_threads(threads);
+  std::mutex mu;
+  GroupQuantizer gq{s, metrics};
+  auto merge = [&](const EncodeStats& st, const ErrorMetrics& local, const MinMax& mm, std::size_t groups) {
+    std::lock_guard<std::mutex> lock(mu);
+    out.stats += st;
+    out.amax = std::max(out.amax, mm.amax);
+    out.groups += groups;
+    if (metrics) *metrics += local;
+  };
+
+  if (s.granularity == Granularity::Tensor || shape.empty()) {
+    MinMax mm;
+    parallel_chunks(n, std::size_t(1) << 20, threads, [&](std::size_t b, std::size_t e) {
+      MinMax local;
+      local.add(x + b, e - b);
+      std::lock_guard<std::mutex> lock(mu);
+      if (!local.any) return;
+      mm.lo = mm.any ? std::min(mm.lo, local.lo) : local.lo;
+      mm.hi = mm.any ? std::max(mm.hi, local.hi) : local.hi;
+      mm.amax = std::max(mm.amax, local.amax);
+      mm.any = true;
+    });
+    const float scale = amax_scale(s.format, mm.amax);
+    out.cancelled = !parallel_chunks(n, std::size_t(1) << 20, threads, [&](std::size_t b, std::size_t e) {
+      EncodeStats st;
+      ErrorMetrics local;
+      // Unsigned integers: one zero point for the whole tensor, from the tensor's min/max.
+      gq.run(x + b, e - b, b, mm, scale, y + b, st, local);
+      merge(st, local, MinMax{}, 0);
+    }, progress);
+    out.amax = mm.amax;
+    out.groups = 1;
+    return out;
+  }
+
+  if (s.granularity == Granularity::Channel) {
+    const int rank = static_cast<int>(shape.size());
+    const int axis = s.axis < 0 ? s.axis + rank : s.axis;
+    if (axis < 0 || axis >= rank)
+      throw FormatError("scheme " + s.text + ": axis " + std::to_string(s.axis) + " is out of range for a " +
+                        std::to_string(rank) + "-d tensor");
+    std::size_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; ++i) outer *= static_cast<std::size_t>(shape[i]);
+    for (int i = axis + 1; i < rank; ++i) inner *= static_cast<std::size_t>(shape[i]);
+    const std::size_t channels = static_cast<std::size_t>(shape[axis]);
+    out.cancelled = !parallel_chunks(channels, 1, threads, [&](std::size_t cb, std::size_t ce) {
+      EncodeStats st;
+      ErrorMetrics local;
+      MinMax all;
+      for (std::size_t c = cb; c < ce; ++c) {
+        MinMax mm;
+        for (std::size_t o = 0; o < outer; ++o) mm.add(x + (o * channels + c) * inner, inner);
+        const float scale = amax_scale(s.format, mm.amax);
+        for (std::size_t o = 0; o < outer; ++o) {
+          const std::size_t off = (o * channels + c) * inner;
+          gq.run(x + off, inner, off, mm, scale, y + off, st, local);
+        }
+        all.amax = std::max(all.amax, mm.amax);
+      }
+      merge(st, local, all, ce - cb);
+    }, progress);
+    return out;
+  }
+
+  // Blocks of s.block along the last axis (the last block of a row may be shorter).
+  const std::size_t L = static_cast<std::size_t>(shape.back());
+  const std::size_t rows = L ? n / L : 0;
+  const std::size_t bl = static_cast<std::size_t>(s.block);
+  const bool mx = s.scale_format && s.scale_format->name == "e8m0fnu";
+  const bool two_level = s.scale_format && !mx;
+  if (two_level) {
+    // NVFP4 rule: fp32 tensor scale so that the largest block scale lands on the scale format's max.
+    MinMax t;
+    t.add(x, n);
+    out.tensor_scale = t.amax > 0 ? std::max(static_cast<float>(t.amax) /
+                                                 static_cast<float>(s.scale_format->max_finite * s.format.max_finite),
+                                             FLT_MIN)
+                                  : 1.0f;
+  }
+  const float ts = out.tensor_scale;
+  out.cancelled = !parallel_chunks(rows, std::max<std::size_t>(1, (std::size_t(1) << 16) / std::max<std::size_t>(L, 1)),
+                                   threads, [&](std::size_t rb, std::size_t re) {
+    EncodeStats st;
+    ErrorMetrics local;
+    MinMax all;
+    std::size_t groups = 0;
+    for (std::size_t r = rb; r < re; ++r) {
+      for (std::size_t b0 = 0; b0 < L; b0 += bl) {
+        const std::size_t off = r * L + b0, len = std::min(bl, L - b0);
+        MinMax mm;
+        mm.add(x + off, len);
+        float scale;
+        if (mx) {
+          scale = mx_scale(s.format, mm.amax);
+        } else if (two_level) {
+          const double want = mm.amax / (s.format.max_finite * double(ts));
+          const float sb = static_cast<float>(
+              decode_ref(*s.scale_format, encode_ref(*s.scale_format, static_cast<float>(want), Rounding::Nearest,
+                                                     Overflow::Saturate, 0)));
+          scale = mm.amax > 0 ? sb * ts : 1.0f;  // sb == 0: the block underflows to zero
+        } else {
+          scale = amax_scale(s.format, mm.amax);
+        }
+        gq.run(x + off, len, off, mm, scale, y + off, st, local);
+        all.amax = std::max(all.amax, mm.amax);
+        ++groups;
+      }
+    }
+    merge(st, local, all, groups);
+  }, progress);
+  return out;
+}
+
+}  // namespace qs

@@ -1,0 +1,59 @@
+// Quantization schemes "FORMAT/GRANULARITY" (DESIGN.md): one scale per tensor, per channel along an
+// axis, or per block of n along the last axis (fp32, E8M0 (OCP MX) or two-level NVFP4-style scales),
+// applied to float32 tensors with the engine's encoders. Exercise: tests/tst_scheme.cpp,
+// `quantscope-cli analyze --in w.safetensors --scheme int8/channel:0 --scheme e2m1fn/block:16:e4m3fn`.
+//
+//   qs::Scheme s = qs::parse_scheme("e2m1fn/block:32:e8m0fnu");   // MX FP4
+//   qs::SchemeOutput out = qs::apply_scheme(s, x.data(), shape, y.data());
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "format/encode_simd.h"
+#include "format/format.h"
+#include "quant/metrics.h"
+#include "util/parallel.h"
+
+namespace qs {
+
+enum class Granularity { Tensor, Channel, Block };
+
+struct Scheme {
+  std::string text;                   // canonical spelling, e.g. "e4m3fn/block:32:e8m0fnu"
+  Format format;                      // element format
+  Granularity granularity = Granularity::Tensor;
+  int axis = 0;                       // channel axis; negative counts from the end
+  int block = 0;                      // block length along the last axis
+  std::optional<Format> scale_format; // block scales: empty = fp32; e8m0fnu = MX rule; else two-level
+  EncodeOptions options;              // rounding, overflow, seed (defaults: nearest, saturate)
+};
+
+// "FORMAT[/tensor | /channel:<axis> | /block:<n>[:<scale format>]]"; no granularity means tensor.
+// Throws FormatError naming what is wrong.
+Scheme parse_scheme(std::string_view text, const EncodeOptions& options = {});
+
+// Scale rules (exposed for tests and the GUI):
+// float formats and int8: s = amax / max_finite (1 when amax = 0).
+float amax_scale(const Format& f, double amax);
+// OCP MX: s = 2^(floor(log2 amax) - floor(log2 max_finite)), clamped to E8M0's range [2^-127, 2^127].
+float mx_scale(const Format& element, double amax);
+
+struct SchemeOutput {
+  EncodeStats stats;
+  double amax = 0;              // max |x| over finite x
+  std::size_t groups = 0;       // scales used (1, channels or blocks)
+  float tensor_scale = 1.0f;    // two-level block scales: the fp32 tensor scale
+  bool cancelled = false;
+};
+
+// y = the scheme's fake quantization of x (float32, C order, `shape`); y may alias nothing in x.
+// Stochastic rounding draws by flat element index, so results do not depend on threads.
+// With `metrics`, each group's error metrics are accumulated into it (clip bound: scale * max finite).
+SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int64_t>& shape, float* y,
+                          int threads = 1, const ProgressFn& progress = {}, ErrorMetrics* metrics = nullptr);
+
+}  // namespace qs
