@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "io/atomic_file.h"
 #include "io/tensor_file.h"
-#include "quant/scheme.h"
+#include "quant/analyze.h"
 
 namespace qs::cli {
 
@@ -54,55 +54,42 @@ void add_analyze(CLI::App& app) {
     csv << "file,tensor,dtype,shape,numel,scheme,amax,mse,sqnr_db,max_abs_err,mean_abs_err,overflow_count,"
            "underflow_count,nan_count\n";
     if (!o.hist.empty()) hist << "file,tensor,scheme,kind,bin_lo,bin_hi,count\n";
-    std::size_t skipped = 0, skipped_axis = 0, analysed = 0;
-    auto last_report = std::chrono::steady_clock::now();
+    AnalyzeSummary total;
     for (const auto& file : files) {
-      const auto& ts = file->tensors();
-      for (std::size_t i = 0; i < ts.size(); ++i) {
-        const TensorInfo& t = ts[i];
-        if (!std::regex_search(t.name, filter)) continue;
-        if (!dtype_is_float(t.dtype) || t.numel() < 2) {
-          ++skipped;
-          continue;
-        }
-        const TensorBytes bytes = file->read(i);
-        std::vector<float> x(t.numel()), y(t.numel());
-        convert_to_f32(t.dtype, bytes.data, x.size(), x.data());
-        std::string shape;
-        for (std::size_t d = 0; d < t.shape.size(); ++d) shape += (d ? "x" : "") + std::to_string(t.shape[d]);
-        for (const Scheme& s : schemes) {
-          if (s.granularity == Granularity::Channel) {
-            const int rank = int(t.shape.size());
-            if (s.axis >= rank || s.axis < -rank) {
-              ++skipped_axis;
-              continue;
+      auto last_report = std::chrono::steady_clock::now();
+      const AnalyzeSummary s = analyze_file(
+          *file, schemes, [&](const std::string& name) { return std::regex_search(name, filter); },
+          [&](const AnalyzeRow& r) {
+            const TensorInfo& t = *r.tensor;
+            const ErrorMetrics& m = r.metrics;
+            csv << file->path() << ',' << t.name << ',' << to_string(t.dtype) << ',' << shape_string(t.shape) << ','
+                << t.numel() << ',' << r.scheme->text << ',' << fmt_value(r.out.amax) << ',' << fmt_value(m.mse())
+                << ',' << fmt_value(m.sqnr_db()) << ',' << fmt_value(m.max_abs_e) << ','
+                << fmt_value(m.mean_abs_error()) << ',' << r.out.stats.overflow << ',' << r.out.stats.underflow << ','
+                << r.out.stats.nan << '\n';
+            if (!o.hist.empty()) hist << histogram_csv_rows(m, file->path() + "," + t.name + "," + r.scheme->text + ",");
+          },
+          o.threads, [&](std::size_t done, std::size_t n) {
+            const auto now = std::chrono::steady_clock::now();
+            if (now - last_report > std::chrono::seconds(2)) {
+              std::fprintf(stderr, "analyze: %s: %zu/%zu tensors\n", file->path().c_str(), done, n);
+              last_report = now;
             }
-          }
-          ErrorMetrics m;
-          SchemeOutput r;
-          try {
-            r = apply_scheme(s, x.data(), t.shape, y.data(), o.threads, {}, &m);
-          } catch (const std::exception& e) {
-            throw std::runtime_error(file->path() + ": " + t.name + ": " + e.what());
-          }
-          csv << file->path() << ',' << t.name << ',' << to_string(t.dtype) << ',' << shape << ',' << t.numel() << ','
-              << s.text << ',' << fmt_value(r.amax) << ',' << fmt_value(m.mse()) << ',' << fmt_value(m.sqnr_db()) << ','
-              << fmt_value(m.max_abs_e) << ',' << fmt_value(m.mean_abs_error()) << ',' << r.stats.overflow << ','
-              << r.stats.underflow << ',' << r.stats.nan << '\n';
-          if (!o.hist.empty()) hist << histogram_csv_rows(m, file->path() + "," + t.name + "," + s.text + ",");
-        }
-        ++analysed;
-        const auto now = std::chrono::steady_clock::now();
-        if (now - last_report > std::chrono::seconds(2)) {
-          std::fprintf(stderr, "analyze: %s: %zu/%zu tensors\n", file->path().c_str(), i + 1, ts.size());
-          last_report = now;
-        }
-      }
+            return true;
+          },
+          /*histograms=*/!o.hist.empty());
+      total.analysed += s.analysed;
+      total.skipped += s.skipped;
+      total.skipped_axis += s.skipped_axis;
     }
     emit(csv.str(), o.csv);
     if (!o.hist.empty()) write_file_atomic(o.hist, hist.str());
-    std::fprintf(stderr, "analyze: %zu tensors analysed, %zu skipped (non-float or fewer than 2 elements)%s\n", analysed,
-                 skipped, skipped_axis ? (", " + std::to_string(skipped_axis) + " tensor x scheme pairs skipped (channel axis beyond the tensor's rank)").c_str() : "");
+    const std::string axis_note =
+        total.skipped_axis ? ", " + std::to_string(total.skipped_axis) +
+                                 " tensor x scheme pairs skipped (channel axis beyond the tensor's rank)"
+                           : "";
+    std::fprintf(stderr, "analyze: %zu tensors analysed, %zu skipped (non-float or fewer than 2 elements)%s\n",
+                 total.analysed, total.skipped, axis_note.c_str());
   });
 }
 

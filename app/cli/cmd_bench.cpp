@@ -51,6 +51,29 @@ void add_bench(CLI::App& app) {
     if (!o.csv.empty()) emit(out.str(), o.csv);
     std::fprintf(stderr, "# simd=%s, %zu elements checked against encode_ref before timing\n", r.simd.c_str(), r.checked);
   });
+
+  auto* a = bench->add_subcommand("analyze", "Analyse a generated .safetensors file: GB/s and peak memory");
+  static BenchAnalyzeConfig ac;
+  static std::string acsv;
+  a->add_option("--size-mb", ac.size_mb, "File size in MiB")->capture_default_str()->check(CLI::PositiveNumber);
+  a->add_option("--tensors", ac.tensors, "Number of tensors")->capture_default_str()->check(CLI::PositiveNumber);
+  a->add_option("--threads", ac.threads, "Threads (0 = all cores)")->capture_default_str();
+  a->add_option("--scheme", ac.scheme, "Scheme")->capture_default_str();
+  a->add_option("--dir", ac.dir, "Folder for the temporary file")->capture_default_str();
+  a->add_option("--csv", acsv, "Also write the CSV row to this file");
+  a->callback([] {
+    if (!acsv.empty()) check_writable(acsv);
+    const BenchAnalyzeResult r = bench_analyze(ac);
+    std::ostringstream out;
+    out << "scheme,file_mb,tensors,threads,seconds,gbps,gbps_per_thread,largest_tensor_mb,peak_rss_mb,rss_budget_mb,"
+           "rss_within_budget\n"
+        << ac.scheme << ',' << double(r.file_bytes) / 1048576.0 << ',' << r.tensors << ',' << r.threads << ','
+        << r.seconds << ',' << r.gbps << ',' << r.gbps_per_thread << ',' << double(r.largest_tensor_bytes) / 1048576.0
+        << ',' << r.peak_rss_mb << ',' << r.rss_budget_mb << ',' << (r.peak_rss_mb <= r.rss_budget_mb ? "yes" : "no")
+        << '\n';
+    emit(out.str(), "");
+    if (!acsv.empty()) emit(out.str(), acsv);
+  });
 }
 
 }  // namespace qs::cli

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -37,5 +38,26 @@ struct BenchQuantizeResult {
 // it differs; then times the fake-quant round trip (x -> decode(encode(x / s)) * s) and a memcpy
 // of the same buffers on the same number of threads.
 BenchQuantizeResult bench_quantize_cpu(const BenchQuantizeConfig& cfg);
+
+struct BenchAnalyzeConfig {
+  std::size_t size_mb = 1024;
+  int tensors = 256;
+  int threads = 1;
+  std::string scheme = "e4m3fn/tensor";
+  std::string dir = "/tmp";
+  uint64_t seed = 1;
+};
+
+struct BenchAnalyzeResult {
+  std::string path;
+  int threads = 1;
+  std::size_t tensors = 0, file_bytes = 0, largest_tensor_bytes = 0;
+  double seconds = 0, gbps = 0, gbps_per_thread = 0;
+  double peak_rss_mb = 0, rss_before_mb = 0, rss_budget_mb = 0;
+};
+
+// Generates a .safetensors file in cfg.dir (removed afterwards), analyses it once to warm the page
+// cache, then times a second analysis and reads the peak resident memory (VmHWM, reset before).
+BenchAnalyzeResult bench_analyze(const BenchAnalyzeConfig& cfg);
 
 }  // namespace qs

@@ -1,9 +1,11 @@
 // Error metrics: one fused pass over (x, q) per quantization group, in double, with exponent-bit
 // histograms (no logarithms per element).
 #include "quant/metrics.h"
+#include "quant/reduce_simd.h"
 
 #include <algorithm>
 #include <bit>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -48,24 +50,13 @@ ErrorMetrics& ErrorMetrics::operator+=(const ErrorMetrics& o) {
   return *this;
 }
 
-void accumulate_metrics(ErrorMetrics& m, const float* x, const float* q, std::size_t n, float scale, double bound) {
-  double sx2 = 0, se2 = 0, sae = 0, mae = m.max_abs_e, sc2 = 0, sr2 = 0;
-  uint64_t cnt = 0, clipped = 0;
+namespace {
+
+void histogram_pass(ErrorMetrics& m, const float* x, const float* q, std::size_t n, float scale) {
   for (std::size_t i = 0; i < n; ++i) {
     const double xi = x[i];
     if (!std::isfinite(xi)) continue;
-    const double e = xi - double(q[i]);
-    const double ae = std::fabs(e);
-    ++cnt;
-    sx2 += xi * xi;
-    se2 += e * e;
-    sae += ae;
-    mae = std::max(mae, ae);  // NaN q (a format that maps to NaN) makes e NaN: max ignores it, sums carry it
-    const double clipped_x = std::clamp(xi, -bound, bound);
-    const double ce = xi - clipped_x, re = clipped_x - double(q[i]);
-    if (ce != 0) ++clipped;
-    sc2 += ce * ce;
-    sr2 += re * re;
+    const double ae = std::fabs(xi - double(q[i]));
     const float fe = static_cast<float>(ae);
     if (fe == 0) m.abs_error.zeros++;
     else if (std::isfinite(fe)) m.abs_error.add_exponent(exponent_of(fe));
@@ -81,14 +72,21 @@ void accumulate_metrics(ErrorMetrics& m, const float* x, const float* q, std::si
       m.binade.zeros++;
     }
   }
-  m.count += cnt;
-  m.sum_x2 += sx2;
-  m.sum_e2 += se2;
-  m.sum_abs_e += sae;
-  m.max_abs_e = mae;
-  m.sum_clip2 += sc2;
-  m.sum_round2 += sr2;
-  m.clipped += clipped;
+}
+
+}  // namespace
+
+void accumulate_metrics(ErrorMetrics& m, const float* x, const float* q, std::size_t n, float scale, double bound) {
+  const ErrorSums s = error_sums_f32(x, q, n, bound);
+  m.count += s.count;
+  m.sum_x2 += s.sx2;
+  m.sum_e2 += s.se2;
+  m.sum_abs_e += s.sae;
+  m.max_abs_e = std::max(m.max_abs_e, s.mae);
+  m.sum_clip2 += s.sc2;
+  m.sum_round2 += s.sr2;
+  m.clipped += s.clipped;
+  if (m.histograms) histogram_pass(m, x, q, n, scale);
 }
 
 std::string histogram_csv_rows(const ErrorMetrics& m, const std::string& prefix) {

@@ -32,6 +32,7 @@ struct ErrorMetrics {
   Log2Histogram abs_error;     // |x - q|
   Log2Histogram rel_error;     // |x - q| / |x| for x != 0
   Log2Histogram binade;        // |x / s|: which binade of the format each value falls in
+  bool histograms = true;      // off: only the sums (the fast path of `analyze` without --histogram-csv)
 
   double mse() const { return count ? sum_e2 / double(count) : 0.0; }
   double mean_abs_error() const { return count ? sum_abs_e / double(count) : 0.0; }

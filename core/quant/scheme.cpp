@@ -6,10 +6,12 @@
 #include <cfloat>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <mutex>
 
 #include "format/quantize.h"
 #include "quant/metrics.h"
+#include "quant/reduce_simd.h"
 
 namespace qs {
 
@@ -32,15 +34,14 @@ int floor_log2(double v) {  // v > 0, finite
 struct MinMax {
   double lo = 0, hi = 0, amax = 0;
   bool any = false;
-  void add(const float* x, std::size_t n, std::size_t stride = 1) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const double v = x[i * stride];
-      if (!std::isfinite(v)) continue;
-      lo = any ? std::min(lo, v) : v;
-      hi = any ? std::max(hi, v) : v;
-      amax = std::max(amax, std::fabs(v));
-      any = true;
-    }
+  void add(const float* x, std::size_t n) {
+    float l, h;
+    minmax_f32(x, n, l, h);
+    if (l > h) return;  // nothing finite
+    lo = any ? std::min(lo, double(l)) : l;
+    hi = any ? std::max(hi, double(h)) : h;
+    amax = std::max({amax, std::fabs(lo), std::fabs(hi)});
+    any = true;
   }
 };
 
@@ -163,6 +164,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
     out.cancelled = !parallel_chunks(n, std::size_t(1) << 20, threads, [&](std::size_t b, std::size_t e) {
       EncodeStats st;
       ErrorMetrics local;
+      local.histograms = metrics && metrics->histograms;
       // Unsigned integers: one zero point for the whole tensor, from the tensor's min/max.
       gq.run(x + b, e - b, b, mm, scale, y + b, st, local);
       merge(st, local, MinMax{}, 0);
@@ -185,6 +187,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
     out.cancelled = !parallel_chunks(channels, 1, threads, [&](std::size_t cb, std::size_t ce) {
       EncodeStats st;
       ErrorMetrics local;
+      local.histograms = metrics && metrics->histograms;
       MinMax all;
       for (std::size_t c = cb; c < ce; ++c) {
         MinMax mm;
@@ -221,6 +224,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
                                    threads, [&](std::size_t rb, std::size_t re) {
     EncodeStats st;
     ErrorMetrics local;
+    local.histograms = metrics && metrics->histograms;
     MinMax all;
     std::size_t groups = 0;
     for (std::size_t r = rb; r < re; ++r) {
