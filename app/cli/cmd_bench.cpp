@@ -4,6 +4,9 @@
 #include "bench/bench.h"
 #include "cli/commands.h"
 #include "cuda/device.h"
+#if defined(QS_HAVE_CUDA)
+#include "cuda/fake_quant.cuh"
+#endif
 #include "io/atomic_file.h"
 
 namespace qs::cli {
@@ -28,12 +31,12 @@ void add_bench(CLI::App& app) {
   q->add_option("--seed", o.seed, "Seed for the data and stochastic rounding")->capture_default_str();
   q->add_option("--csv", o.csv, "Also write the CSV row to this file");
   q->callback([] {
+    if (o.backend != "cpu" && o.backend != "cuda")
+      throw std::runtime_error("unknown backend '" + o.backend + "' (cpu or cuda)");
     if (o.backend == "cuda") {
       const auto& d = cuda::device_info();
       if (!d.available) throw std::runtime_error(d.message);
-      throw std::runtime_error("the CUDA quantize benchmark is not in this build yet (CPU backend only)");
     }
-    if (o.backend != "cpu") throw std::runtime_error("unknown backend '" + o.backend + "' (cpu or cuda)");
     if (!o.csv.empty()) check_writable(o.csv);
     BenchQuantizeConfig cfg;
     cfg.format = o.format;
@@ -42,7 +45,11 @@ void add_bench(CLI::App& app) {
     cfg.threads = o.threads;
     cfg.reps = o.reps;
     cfg.seed = o.seed;
+#if defined(QS_HAVE_CUDA)
+    const BenchQuantizeResult r = o.backend == "cuda" ? cuda::bench_quantize_cuda(cfg) : bench_quantize_cpu(cfg);
+#else
     const BenchQuantizeResult r = bench_quantize_cpu(cfg);
+#endif
     std::ostringstream out;
     out << "backend,format,rounding,n,threads,quant_gbps,memcpy_gbps,ratio\n"
         << r.backend << ',' << r.format << ',' << r.rounding << ',' << r.n << ',' << r.threads << ','

@@ -133,6 +133,15 @@ ScaleChoice parse_scale(std::string_view s) {
   return {ScaleChoice::Value, v};
 }
 
+namespace {
+void check_scale(ScaleChoice scale) {
+  if (scale.kind == ScaleChoice::Value &&
+      (!(scale.value > 0) || !std::isfinite(scale.value) || !(static_cast<float>(scale.value) > 0) ||
+       !std::isfinite(static_cast<float>(scale.value))))
+    throw FormatError("scale " + std::to_string(scale.value) + " must be a positive, finite float32 number");
+}
+}  // namespace
+
 double amax_f32(const float* x, std::size_t n, int threads) {
   double lo, hi, a;
   minmax_finite(x, n, threads, lo, hi, a);
@@ -145,6 +154,7 @@ double sqnr_db(const double* x, const float* y, std::size_t n) { return sqnr_imp
 QuantizeResult quantize_f32(const Format& f, const EncodeOptions& opt, ScaleChoice scale, const float* x,
                             std::size_t n, float* values, uint16_t* codes16, uint8_t* codes8, int threads,
                             const ProgressFn& progress, SimdLevel level) {
+  check_scale(scale);
   QuantizeResult res;
   res.count = n;
   threads = resolve_threads(threads);
@@ -188,6 +198,7 @@ QuantizeResult quantize_f32(const Format& f, const EncodeOptions& opt, ScaleChoi
 QuantizeResult quantize_f64(const Format& f, const EncodeOptions& opt, ScaleChoice scale, const double* x,
                             std::size_t n, float* values, uint16_t* codes16, uint8_t* codes8, int threads,
                             const ProgressFn& progress) {
+  check_scale(scale);
   QuantizeResult res;
   res.count = n;
   threads = resolve_threads(threads);

@@ -7,6 +7,9 @@
 #include <random>
 #include <sstream>
 
+#include "format/encode_bits.h"
+#include "format/rng.h"
+
 namespace qs {
 
 namespace {
@@ -104,6 +107,48 @@ SelftestCase check_level_against_ref(const Format& f, const EncodeOptions& opt, 
   return c;
 }
 
+SelftestCase check_bits_against_ref(const Format& f, const EncodeOptions& opt, float scale,
+                                    const std::vector<float>& inputs) {
+  SelftestCase c;
+  c.name = f.name + '/' + to_string(opt.rounding) + '/' + to_string(opt.overflow) + '/' +
+           (scale == 1.0f ? "unscaled" : "scaled") + "/bits";
+  const KernelParams p = make_kernel_params(f, opt, scale);
+  const uint64_t index0 = 12345;
+  EncodeStats ref_stats;
+  BitsCounts cnt;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    float ref_v;
+    uint16_t ref_c;
+    EncodeJob job;
+    job.x = &inputs[i];
+    job.n = 1;
+    job.scale = scale;
+    job.values = &ref_v;
+    job.codes16 = &ref_c;
+    job.index0 = index0 + i;
+    ref_stats += encode_f32_ref(f, opt, job);
+    uint32_t code;
+    float v;
+    const uint32_t rnd = opt.rounding == Rounding::Stochastic ? stochastic_bits(opt.seed, index0 + i) : 0u;
+    encode_bits(p, inputs[i], rnd, code, v, cnt);
+    const bool vnan = std::isnan(ref_v) && std::isnan(v);
+    if (code != ref_c || (!vnan && bits_of(v) != bits_of(ref_v))) {
+      std::ostringstream d;
+      d.precision(9);
+      d << "input " << inputs[i] << " (0x" << std::hex << bits_of(inputs[i]) << std::dec << "): ref code " << ref_c
+        << " value " << ref_v << ", bits code " << code << " value " << v;
+      c.detail = d.str();
+      return c;
+    }
+  }
+  if (ref_stats.overflow != cnt.overflow || ref_stats.underflow != cnt.underflow || ref_stats.nan != cnt.nan) {
+    c.detail = "stats differ";
+    return c;
+  }
+  c.passed = true;
+  return c;
+}
+
 std::vector<SelftestCase> run_cpu_selftest(const std::function<void(const SelftestCase&)>& report) {
   std::vector<Format> formats = named_formats();
   for (const std::string& s : sweep_8bit_specs()) formats.push_back(parse_format(s));
@@ -114,14 +159,18 @@ std::vector<SelftestCase> run_cpu_selftest(const std::function<void(const Selfte
     for (Rounding r : {Rounding::Nearest, Rounding::Stochastic})
       for (Overflow o : {Overflow::Saturate, Overflow::Ieee})
         for (float scale : {1.0f, 0.3f})
+        {
+          EncodeOptions opt;
+          opt.rounding = r;
+          opt.overflow = o;
+          opt.seed = 0x5eed0000u + seed;
           for (SimdLevel level : available_simd_levels()) {
-            EncodeOptions opt;
-            opt.rounding = r;
-            opt.overflow = o;
-            opt.seed = 0x5eed0000u + seed;
             out.push_back(check_level_against_ref(f, opt, scale, level, inputs));
             if (report) report(out.back());
           }
+          out.push_back(check_bits_against_ref(f, opt, scale, inputs));
+          if (report) report(out.back());
+        }
   }
   return out;
 }

@@ -29,6 +29,10 @@ struct SelftestCase {
 SelftestCase check_level_against_ref(const Format& f, const EncodeOptions& opt, float scale,
                                      SimdLevel level, const std::vector<float>& inputs);
 
+// The scalar bit-level encoder (encode_bits.h, the algorithm of the CUDA kernels) vs encode_ref.
+SelftestCase check_bits_against_ref(const Format& f, const EncodeOptions& opt, float scale,
+                                    const std::vector<float>& inputs);
+
 // All formats x roundings x overflow modes x {unscaled, scaled} x available levels.
 // `report` is called after each case (for streaming output).
 std::vector<SelftestCase> run_cpu_selftest(const std::function<void(const SelftestCase&)>& report = {});

@@ -292,9 +292,11 @@ std::size_t NpyArray::numel() const {
 
 namespace {
 
-// Validates everything (header, dtype, sizes against `size`) and fills dtype and shape of `a`;
-// returns where the data starts. Nothing is allocated from the header's claims.
-std::size_t parse_header(const uint8_t* bytes, std::size_t size, const std::string& name, NpyArray& a) {
+// Validates everything (header, dtype, sizes against `total`, the image's size, of which the first
+// `size` bytes are at `bytes`) and fills dtype and shape of `a`; returns where the data starts.
+// Nothing is allocated from the header's claims.
+std::size_t parse_header(const uint8_t* bytes, std::size_t size, std::size_t total, const std::string& name,
+                         NpyArray& a) {
   auto fail = [&](const std::string& what) { fail_file(name, what); };
   if (size < 8) {
     if (size >= 6 && std::memcmp(bytes, kMagic, 6) == 0)
@@ -310,8 +312,11 @@ std::size_t parse_header(const uint8_t* bytes, std::size_t size, const std::stri
   const std::size_t prefix = 8 + static_cast<std::size_t>(len_bytes);
   if (size < prefix) fail("truncated header (file ends inside the header length field)");
   const std::size_t header_len = read_le(bytes + 8, len_bytes);
+  if (header_len > size - prefix && header_len <= total - prefix)
+    fail("header length " + std::to_string(header_len) + " is more than the " + std::to_string(size - prefix) +
+         " header bytes read");
   if (header_len > size - prefix)
-    fail("header length " + std::to_string(header_len) + " runs past the end of the file (" + std::to_string(size) +
+    fail("header length " + std::to_string(header_len) + " runs past the end of the file (" + std::to_string(total) +
          " bytes)");
   const std::string_view header(reinterpret_cast<const char*>(bytes + prefix), header_len);
   // v1/v2 are latin-1 and v3 UTF-8, but every header we can read is plain ASCII; refusing other
@@ -335,7 +340,7 @@ std::size_t parse_header(const uint8_t* bytes, std::size_t size, const std::stri
 
   uint64_t numel = 0, nbytes = 0;
   if (auto err = checked_sizes(h.shape, dtype_size(*dtype), numel, nbytes)) fail(*err);
-  const std::size_t have = size - prefix - header_len;
+  const std::size_t have = total - prefix - header_len;
   if (nbytes != have) {
     fail("shape " + shape_repr(h.shape) + " of " + to_string(*dtype) + " needs " + std::to_string(nbytes) +
          " data bytes but the file has " + std::to_string(have) +
@@ -349,9 +354,24 @@ std::size_t parse_header(const uint8_t* bytes, std::size_t size, const std::stri
 
 }  // namespace
 
+NpyHeader parse_npy_header(const uint8_t* bytes, std::size_t size, std::size_t total_size, const std::string& name) {
+  if (size > total_size) throw std::invalid_argument("parse_npy_header: size > total_size");
+  NpyArray a;
+  NpyHeader h;
+  h.data_offset = parse_header(bytes, size, total_size, name, a);
+  h.dtype = a.dtype;
+  h.shape = std::move(a.shape);
+  h.nbytes = total_size - h.data_offset;
+  return h;
+}
+
+NpyHeader parse_npy_header(const uint8_t* bytes, std::size_t size, const std::string& name) {
+  return parse_npy_header(bytes, size, size, name);
+}
+
 NpyArray parse_npy(const uint8_t* bytes, std::size_t size, const std::string& name) {
   NpyArray a;
-  const std::size_t offset = parse_header(bytes, size, name, a);
+  const std::size_t offset = parse_header(bytes, size, size, name, a);
   a.data.assign(bytes + offset, bytes + size);
   return a;
 }
@@ -359,7 +379,7 @@ NpyArray parse_npy(const uint8_t* bytes, std::size_t size, const std::string& na
 NpyArray read_npy(const std::string& path) {
   std::vector<uint8_t> bytes = read_file(path);
   NpyArray a;
-  const std::size_t offset = parse_header(bytes.data(), bytes.size(), path, a);
+  const std::size_t offset = parse_header(bytes.data(), bytes.size(), bytes.size(), path, a);
   // Reuse the file buffer: peak memory stays at one copy of the file, not two.
   bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(offset));
   a.data = std::move(bytes);

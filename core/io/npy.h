@@ -26,6 +26,22 @@ struct NpyArray {
   std::size_t numel() const;
 };
 
+// Dtype, shape and where the data starts in a .npy image, without copying any data.
+struct NpyHeader {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;   // empty = 0-d scalar (numel 1)
+  std::size_t data_offset = 0;  // bytes from the start of the image
+  std::size_t nbytes = 0;       // numel * dtype_size; equals total_size - data_offset
+};
+
+// Validates the header of a .npy image of `total_size` bytes whose first `size` bytes are at
+// `bytes` (size <= total_size; the header itself must lie within those first bytes), including
+// that the data is exactly numel * dtype_size bytes. `name` prefixes error messages. Lets a
+// caller check a memory-mapped file or the first few KB of a zip member before reading the rest.
+//   qs::NpyHeader h = qs::parse_npy_header(map, map_size, "w.npy");  // data at map + h.data_offset
+NpyHeader parse_npy_header(const uint8_t* bytes, std::size_t size, const std::string& name);
+NpyHeader parse_npy_header(const uint8_t* bytes, std::size_t size, std::size_t total_size, const std::string& name);
+
 NpyArray read_npy(const std::string& path);
 // Parses an in-memory .npy image; `name` is used in error messages.
 NpyArray parse_npy(const uint8_t* bytes, std::size_t size, const std::string& name);

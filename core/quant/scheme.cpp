@@ -238,7 +238,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         } else if (two_level) {
           const double want = mm.amax / (s.format.max_finite * double(ts));
           const float sb = static_cast<float>(
-              decode_ref(*s.scale_format, encode_ref(*s.scale_format, static_cast<float>(want), Rounding::Nearest,
+              decode_ref(*s.scale_format, encode_ref(*s.scale_format, want, Rounding::Nearest,
                                                      Overflow::Saturate, 0)));
           scale = mm.amax > 0 ? sb * ts : 1.0f;  // sb == 0: the block underflows to zero
         } else {

@@ -1,0 +1,217 @@
+// CUDA fake quantization: device helper (encode_bits) -> kernel -> launcher -> host entries.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cuda/fake_quant.cuh"
+#include "format/encode_bits.h"
+#include "format/rng.h"
+
+namespace qs::cuda {
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA ") + what + ": " + cudaGetErrorString(e));
+}
+
+// RAII device buffer.
+template <typename T>
+struct DeviceBuffer {
+  T* ptr = nullptr;
+  std::size_t n = 0;
+  explicit DeviceBuffer(std::size_t count) : n(count) {
+    if (count) check(cudaMalloc(&ptr, count * sizeof(T)), "cudaMalloc (out of device memory?)");
+  }
+  ~DeviceBuffer() { if (ptr) cudaFree(ptr); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+struct DeviceCounts {
+  unsigned long long overflow, underflow, nan;
+};
+
+__device__ __forceinline__ void flush_counts(BitsCounts c, DeviceCounts* out) {
+  // Warp-level sums, one atomic per warp and counter.
+  for (int off = 16; off > 0; off >>= 1) {
+    c.overflow += __shfl_down_sync(0xffffffffu, c.overflow, off);
+    c.underflow += __shfl_down_sync(0xffffffffu, c.underflow, off);
+    c.nan += __shfl_down_sync(0xffffffffu, c.nan, off);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    if (c.overflow) atomicAdd(&out->overflow, (unsigned long long)c.overflow);
+    if (c.underflow) atomicAdd(&out->underflow, (unsigned long long)c.underflow);
+    if (c.nan) atomicAdd(&out->nan, (unsigned long long)c.nan);
+  }
+}
+
+// Four consecutive elements per thread and step (16-byte loads and stores), grid-stride.
+template <bool Stoch>
+__global__ void fake_quant_kernel(KernelParams p, const float* __restrict__ x, float* __restrict__ y,
+                                  uint16_t* __restrict__ codes, std::size_t n, uint64_t index0,
+                                  DeviceCounts* counts) {
+  BitsCounts c;
+  const std::size_t n4 = n / 4;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += stride) {
+    const float4 v = reinterpret_cast<const float4*>(x)[i];
+    float in[4] = {v.x, v.y, v.z, v.w}, out[4];
+    uint32_t code[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const uint64_t idx = index0 + 4 * i + k;
+      const uint32_t rnd = Stoch ? stochastic_bits(p.seed, idx) : 0u;
+      encode_bits(p, in[k], rnd, code[k], out[k], c);
+    }
+    if (y) reinterpret_cast<float4*>(y)[i] = make_float4(out[0], out[1], out[2], out[3]);
+    if (codes)
+      for (int k = 0; k < 4; ++k) codes[4 * i + k] = uint16_t(code[k]);
+  }
+  // Tail (n % 4 elements): the first threads of block 0.
+  if (blockIdx.x == 0 && threadIdx.x < n - 4 * n4) {
+    const std::size_t j = 4 * n4 + threadIdx.x;
+    uint32_t code;
+    float out;
+    encode_bits(p, x[j], Stoch ? stochastic_bits(p.seed, index0 + j) : 0u, code, out, c);
+    if (y) y[j] = out;
+    if (codes) codes[j] = uint16_t(code);
+  }
+  flush_counts(c, counts);
+}
+
+void launch_fake_quant(const KernelParams& p, const float* x, float* y, uint16_t* codes, std::size_t n, uint64_t index0,
+                       DeviceCounts* counts, cudaStream_t stream) {
+  if (n == 0) return;
+  int sms = 0;
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "device query");
+  const int threads = 256;
+  const std::size_t want = (n / 4 + threads - 1) / threads;
+  const int blocks = int(std::max<std::size_t>(1, std::min<std::size_t>(want, std::size_t(sms) * 8)));
+  if (p.stochastic) fake_quant_kernel<true><<<blocks, threads, 0, stream>>>(p, x, y, codes, n, index0, counts);
+  else fake_quant_kernel<false><<<blocks, threads, 0, stream>>>(p, x, y, codes, n, index0, counts);
+  check(cudaGetLastError(), "kernel launch");
+}
+
+}  // namespace
+
+EncodeStats encode_f32_cuda(const Format& f, const EncodeOptions& opt, const EncodeJob& job) {
+  const KernelParams p = make_kernel_params(f, opt, job.scale);
+  const std::size_t n = job.n;
+  DeviceBuffer<float> dx(n), dy(job.values ? n : 0);
+  DeviceBuffer<uint16_t> dc((job.codes16 || job.codes8) ? n : 0);
+  DeviceBuffer<DeviceCounts> dcount(1);
+  check(cudaMemset(dcount.ptr, 0, sizeof(DeviceCounts)), "cudaMemset");
+  if (n) check(cudaMemcpy(dx.ptr, job.x, n * sizeof(float), cudaMemcpyHostToDevice), "copy to device");
+  launch_fake_quant(p, dx.ptr, dy.ptr, dc.ptr, n, job.index0, dcount.ptr, 0);
+  check(cudaDeviceSynchronize(), "fake-quant kernel");
+  if (job.values && n) check(cudaMemcpy(job.values, dy.ptr, n * sizeof(float), cudaMemcpyDeviceToHost), "copy back");
+  if ((job.codes16 || job.codes8) && n) {
+    std::vector<uint16_t> c(n);
+    check(cudaMemcpy(c.data(), dc.ptr, n * sizeof(uint16_t), cudaMemcpyDeviceToHost), "copy back");
+    if (job.codes16) std::memcpy(job.codes16, c.data(), n * sizeof(uint16_t));
+    if (job.codes8)
+      for (std::size_t i = 0; i < n; ++i) job.codes8[i] = uint8_t(c[i]);
+  }
+  DeviceCounts hc{};
+  check(cudaMemcpy(&hc, dcount.ptr, sizeof hc, cudaMemcpyDeviceToHost), "copy back");
+  EncodeStats st;
+  st.overflow = hc.overflow;
+  st.underflow = hc.underflow;
+  st.nan = hc.nan;
+  return st;
+}
+
+BenchQuantizeResult bench_quantize_cuda(const BenchQuantizeConfig& cfg) {
+  const Format f = parse_format(cfg.format);
+  const std::size_t n = cfg.n;
+  if (n == 0) throw std::invalid_argument("--n must be positive");
+  std::vector<float> hx(n);
+  std::mt19937 gen(static_cast<uint32_t>(cfg.seed));
+  std::exponential_distribution<float> ex(1.0f);
+  for (std::size_t i = 0; i < n; ++i) hx[i] = (gen() & 1 ? 1.0f : -1.0f) * ex(gen);
+  float amax = 0;
+  for (float v : hx) amax = std::max(amax, std::fabs(v));
+  const float scale = std::max(amax / static_cast<float>(f.max_finite), 1e-30f);
+  EncodeOptions opt;
+  opt.rounding = cfg.rounding;
+  opt.seed = cfg.seed;
+  const KernelParams p = make_kernel_params(f, opt, scale);
+
+  DeviceBuffer<float> dx(n), dy(n);
+  DeviceBuffer<DeviceCounts> dcount(1);
+  check(cudaMemset(dcount.ptr, 0, sizeof(DeviceCounts)), "cudaMemset");
+  check(cudaMemcpy(dx.ptr, hx.data(), n * sizeof(float), cudaMemcpyHostToDevice), "copy to device");
+  cudaStream_t stream;
+  check(cudaStreamCreate(&stream), "stream");
+  BenchQuantizeResult r;
+  r.backend = "cuda";
+  try {
+    launch_fake_quant(p, dx.ptr, dy.ptr, nullptr, n, 0, dcount.ptr, stream);
+    check(cudaStreamSynchronize(stream), "fake-quant kernel");
+    // Correctness before timing: a strided sample against the CPU reference.
+    const std::size_t stride = std::max<std::size_t>(1, n / (std::size_t(1) << 16));
+    std::vector<float> dev(n);
+    check(cudaMemcpy(dev.data(), dy.ptr, n * sizeof(float), cudaMemcpyDeviceToHost), "copy back");
+    for (std::size_t i = 0; i < n; i += stride) {
+      EncodeJob job;
+      job.x = &hx[i];
+      job.n = 1;
+      job.scale = scale;
+      float ref;
+      job.values = &ref;
+      job.index0 = i;
+      encode_f32_ref(f, opt, job);
+      if (std::memcmp(&ref, &dev[i], sizeof ref) != 0)
+        throw std::runtime_error("bench quantize --backend cuda: device result differs from encode_ref at element " +
+                                 std::to_string(i));
+      ++r.checked;
+    }
+    cudaEvent_t e0, e1;
+    check(cudaEventCreate(&e0), "event");
+    check(cudaEventCreate(&e1), "event");
+    auto time_it = [&](auto&& fn) {
+      fn();
+      std::vector<float> ms;
+      for (int k = 0; k < std::max(1, cfg.reps); ++k) {
+        check(cudaEventRecord(e0, stream), "event");
+        fn();
+        check(cudaEventRecord(e1, stream), "event");
+        check(cudaEventSynchronize(e1), "event");
+        float t = 0;
+        check(cudaEventElapsedTime(&t, e0, e1), "event");
+        ms.push_back(t);
+      }
+      std::sort(ms.begin(), ms.end());
+      return double(ms[ms.size() / 2]) / 1e3;
+    };
+    const double tq = time_it([&] { launch_fake_quant(p, dx.ptr, dy.ptr, nullptr, n, 0, dcount.ptr, stream); });
+    const double tc = time_it([&] {
+      check(cudaMemcpyAsync(dy.ptr, dx.ptr, n * sizeof(float), cudaMemcpyDeviceToDevice, stream), "copy");
+    });
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    const double bytes = 2.0 * double(n) * sizeof(float);
+    r.quant_gbps = bytes / tq / 1e9;
+    r.memcpy_gbps = bytes / tc / 1e9;
+    r.ratio = r.quant_gbps / r.memcpy_gbps;
+  } catch (...) {
+    cudaStreamDestroy(stream);
+    throw;
+  }
+  cudaStreamDestroy(stream);
+  r.format = f.name;
+  r.rounding = to_string(cfg.rounding);
+  r.simd = "cuda";
+  r.n = n;
+  r.threads = 0;
+  return r;
+}
+
+}  // namespace qs::cuda

@@ -1,0 +1,121 @@
+// One element of the bit-level encoder of encode_simd_impl.h, written as scalar host/device code so
+// that the CUDA kernels (core/cuda/fake_quant.cu) run exactly the same algorithm as the CPU paths.
+// Exercise: tests/tst_encode_simd.cpp (encode_bits vs encode_ref), `quantscope-cli selftest --backend cuda`.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "format/encode_simd.h"
+#include "format/rng.h"
+
+namespace qs {
+
+struct BitsCounts {
+  uint32_t overflow = 0, underflow = 0, nan = 0;
+};
+
+QS_HD float bits_to_float(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+QS_HD uint32_t float_to_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// y = x / scale (when scale != 1) is encoded; `value` receives decode(code) * scale.
+QS_HD void encode_bits(const KernelParams& p, float x, uint32_t rnd, uint32_t& code_out, float& value_out,
+                       BitsCounts& cnt) {
+  const float y = p.scale != 1.0f ? x / p.scale : x;
+  const uint32_t u = float_to_bits(y);
+  const bool neg = (u >> 31) != 0;
+  uint32_t a = u & 0x7fffffffu;
+  const bool isnan = a > 0x7f800000u;
+  const bool isinf = a == 0x7f800000u;
+  const bool nzero = a != 0u;
+  const bool negnz = !p.is_signed && neg && nzero && !isnan;
+  bool clipped = false;
+  if (p.saturate && a > p.max_bits && !isnan && !negnz) {
+    clipped = a >= p.ovf_bits;
+    a = p.max_bits;
+  }
+  // |y| = m * 2^(e - 23), m in [2^23, 2^24); float32 subnormals normalised by an exact conversion.
+  int32_t e;
+  uint32_t m;
+  if (a < 0x00800000u) {
+    const uint32_t ab = float_to_bits(static_cast<float>(static_cast<int32_t>(a)));
+    e = int32_t(ab >> 23) - (127 + 149);
+    m = (ab & 0x007fffffu) | 0x00800000u;
+  } else {
+    e = int32_t(a >> 23) - 127;
+    m = (a & 0x007fffffu) | 0x00800000u;
+  }
+  if (!nzero) m = 0;
+  const int32_t ee = p.fixed ? p.emin : (e > p.emin ? e : p.emin);
+  int32_t s = (23 - p.M) + ee - e;
+  bool big_fixed = false;
+  if (p.fixed) {
+    big_fixed = s < 1;
+    if (s < 1) s = 1;
+  }
+  const uint32_t sc = uint32_t(s < 31 ? s : 31);
+  uint32_t r;
+  if (!p.stochastic) {
+    const uint32_t bias = ((m >> sc) & 1u) + (1u << (sc - 1u)) - 1u;
+    r = (m + bias) >> sc;
+  } else {
+    const uint32_t hi = m >> sc;
+    const uint32_t low = m - (hi << sc);
+    const uint32_t thr = s <= 32 ? (low << uint32_t(32 - s)) : (m >> uint32_t((s - 32) < 31 ? s - 32 : 31));
+    r = hi + (thr > rnd ? 1u : 0u);
+  }
+  const int32_t q = ee - p.M;
+  const uint32_t p2 = q >= -126 ? uint32_t(q + 127) << 23 : 1u << uint32_t(q + 149 < 31 ? q + 149 : 31);
+  float v = static_cast<float>(static_cast<int32_t>(r)) * bits_to_float(p2);
+  const bool zr = r == 0u;
+  uint32_t mag;
+  if (p.no_zero) {
+    const int32_t t = ((ee - p.emin) << p.M) + int32_t(r) - (1 << p.M);
+    mag = uint32_t(t > 0 ? t : 0);
+    if (zr) v = p.min_value;
+  } else if (p.fixed) {
+    mag = r;
+  } else {
+    mag = (uint32_t(ee - p.emin) << uint32_t(p.M)) + r;
+  }
+  const bool ovr = ((v > p.max_finite) || big_fixed) && !isnan && !negnz;
+  if (ovr) {
+    mag = p.overflow_code;
+    v = p.overflow_value;
+  }
+  const bool counted_ovr = ovr && !(p.has_inf && isinf);
+  const bool signflag = p.is_signed && neg && (p.has_neg_zero || mag != 0u);
+  uint32_t code;
+  if (p.is_int) code = signflag ? ((0u - mag) & p.code_mask) : mag;
+  else code = mag | (signflag ? p.sign_bit : 0u);
+  v = bits_to_float(float_to_bits(v) | (signflag ? 0x80000000u : 0u));
+  const float qnan = bits_to_float(0x7fc00000u);
+  if (!p.is_signed && negnz) {
+    const bool to_nan = p.no_zero || (!p.saturate && p.has_nan);
+    code = to_nan ? p.nan_code : 0u;
+    v = to_nan ? qnan : 0.0f;
+  }
+  if (p.no_zero && !nzero) {
+    code = p.nan_code;
+    v = qnan;
+  }
+  if (isnan) {
+    code = p.has_nan ? (p.nan_code | (p.nan_signed && neg ? p.sign_bit : 0u)) : 0u;
+    v = p.has_nan ? qnan : 0.0f;
+  }
+  cnt.overflow += (clipped || counted_ovr || negnz) ? 1u : 0u;
+  cnt.underflow += (!p.no_zero && zr && nzero && !isnan && !ovr && !negnz) ? 1u : 0u;
+  cnt.nan += isnan ? 1u : 0u;
+  code_out = code;
+  value_out = p.scale != 1.0f ? v * p.scale : v;
+}
+
+}  // namespace qs

@@ -1,0 +1,59 @@
+// The GEMM latency benchmark shared by `quantscope-cli bench gemm` and the GUI's latency view: for each
+// shape, fp32 (Eigen, the baseline) and every int8 kernel, each checked against a reference before it
+// is timed, with the int8 end-to-end path (quantize activations + GEMM + fused dequant) next to the
+// pre-quantized one. Exercise: `quantscope-cli bench gemm --backend cpu --sizes 1024 --threads 1`.
+//
+//   qs::BenchGemmConfig cfg;
+//   cfg.shapes = {{.M = 1024, .K = 1024, .N = 1024}};
+//   for (const auto& row : qs::bench_gemm_cpu(cfg)) std::printf("%s %.3f ms\n", row.kernel.c_str(), row.median_ms);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "util/parallel.h"
+
+namespace qs {
+
+struct GemmShape {
+  int M = 0, K = 0, N = 0;  // activations M x K, weights K x N
+};
+
+struct BenchGemmConfig {
+  std::vector<GemmShape> shapes;
+  int threads = 1;              // <= 0: all cores; every kernel of a run uses the same count
+  int reps = 5;                 // at least this many timed runs (median reported) ...
+  double min_seconds = 0.25;    // ... and more, up to 1000, until they add up to this
+  int slow_max_dim = 512;       // int8-ref and int8-generic only when max(M, K, N) <= this ...
+  std::vector<std::string> kernels;  // ... unless named here; non-empty: run only these (plus fp32-eigen)
+  bool act_per_row = true;      // dynamic activation scales per row (token) or per tensor
+  uint64_t seed = 1;
+};
+
+// One CSV row: backend,kernel,M,N,K,threads,median_ms,gops,speedup_vs_fp32,max_abs_err_vs_ref.
+// gops = 2 M N K / time / 1e9. speedup_vs_fp32 = fp32-eigen median / this median, same shape and threads.
+// max_abs_err_vs_ref: int8 kernels against the int64 reference (0 = exact); fp32 kernels against a
+// float64 product of the same inputs; -dq and -e2e rows against the float64 product of the dequantized
+// operands plus bias. `checked` outputs were compared (all, or every column of up to 64 spread rows).
+struct BenchGemmRow {
+  std::string backend = "cpu", kernel;
+  int M = 0, N = 0, K = 0, threads = 1;
+  double median_ms = 0, gops = 0, speedup_vs_fp32 = 0, max_abs_err_vs_ref = 0;
+  std::size_t checked = 0;
+  int reps = 0;
+};
+
+// Kernel names this build and CPU can run, in the order they are timed.
+std::vector<std::string> bench_gemm_kernels();
+
+// Runs the benchmark; on_row sees each row as soon as it is measured. A kernel whose check fails throws
+// std::runtime_error (nothing is timed after a wrong result). progress(done, total) counts kernel runs;
+// returning false stops after the current kernel (the rows so far are returned).
+std::vector<BenchGemmRow> bench_gemm_cpu(const BenchGemmConfig& cfg,
+                                         const std::function<void(const BenchGemmRow&)>& on_row = {},
+                                         const ProgressFn& progress = {});
+
+}  // namespace qs

@@ -1,0 +1,259 @@
+// .npz reader (numpy's np.savez / np.savez_compressed): a zip archive read with libzip, whose members
+// ending in ".npy" are the tensors (named without ".npy", listed in archive order). Opening reads only
+// each member's .npy header (its first few KB); read() decompresses one member into its own buffer.
+// Exercise: tests/tst_tensorfile.cpp, tests/fuzz/fuzz_npz.cpp.
+#include "io/npy.h"
+#include "io/tensor_file.h"
+
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <string_view>
+
+#include <zip.h>
+
+namespace qs {
+
+namespace {
+
+constexpr std::size_t kHeadBytes = 4096;          // enough for any header numpy writes by default
+constexpr std::size_t kMaxNpyHeader = 1u << 20;   // numpy itself refuses headers above 10,000 bytes
+// Deflate cannot expand more than ~1032:1, so a larger claimed size is a lie about the member and
+// must not size an allocation.
+constexpr uint64_t kMaxDeflateRatio = 1032;
+
+std::string printable(std::string_view s, std::size_t max_len = 120) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < max_len; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (s.size() > max_len) out += "...";
+  return out;
+}
+
+struct ZipCloser {
+  void operator()(zip_t* z) const { zip_discard(z); }
+};
+using ZipPtr = std::unique_ptr<zip_t, ZipCloser>;
+
+struct ZipFileCloser {
+  void operator()(zip_file_t* f) const { zip_fclose(f); }
+};
+using ZipFilePtr = std::unique_ptr<zip_file_t, ZipFileCloser>;
+
+struct Member {
+  zip_uint64_t index = 0;
+  std::string label;         // "<file>: <member>", the prefix of this member's errors
+  uint64_t size = 0;         // uncompressed
+  std::size_t data_offset = 0;
+};
+
+class NpzFile final : public TensorFile {
+ public:
+  NpzFile(const std::string& path, std::shared_ptr<const MappedFile> map) : map_(std::move(map)) {
+    path_ = path;
+    kind_ = "npz";
+    ZipPtr za = open_archive();
+    list(za.get());
+    release(std::move(za));
+  }
+
+  TensorBytes read(std::size_t index) const override {
+    if (index >= members_.size())
+      throw IoError(path_ + ": no tensor #" + std::to_string(index) + " (the file has " +
+                    std::to_string(members_.size()) + ")");
+    const Member& m = members_[index];
+    const std::size_t nbytes = tensors_[index].nbytes();  // == m.size - m.data_offset, checked at open
+    ZipPtr za = acquire();
+    auto buf = std::make_shared<std::vector<uint8_t>>(nbytes);
+    {
+      ZipFilePtr f = open_member(za.get(), m);
+      // Skip the header, then read the data, then make libzip reach the end of the stream: only
+      // there does it compare the CRC and the size with the directory's.
+      uint8_t scratch[4096];
+      std::size_t skip = m.data_offset;
+      while (skip > 0) {
+        const std::size_t got = read_some(f.get(), m, scratch, std::min(skip, sizeof scratch));
+        if (got == 0) throw IoError(m.label + ": member ends inside its .npy header");
+        skip -= got;
+      }
+      std::size_t have = 0;
+      while (have < nbytes) {
+        const std::size_t got = read_some(f.get(), m, buf->data() + have, nbytes - have);
+        if (got == 0)
+          throw IoError(m.label + ": member ends after " + std::to_string(m.data_offset + have) + " of " +
+                        std::to_string(m.size) + " bytes (truncated or corrupt)");
+        have += got;
+      }
+      if (read_some(f.get(), m, scratch, 1) != 0)
+        throw IoError(m.label + ": member holds more than the " + std::to_string(m.size) + " bytes its directory entry says");
+    }
+    release(std::move(za));
+    TensorBytes b;
+    b.data = buf->data();
+    b.size = nbytes;
+    b.owner = std::move(buf);
+    return b;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { throw IoError(path_ + ": " + what); }
+
+  // Every archive handle reads the same memory map; handles are pooled so that reads from several
+  // threads each decompress with their own (a zip_t is not thread-safe).
+  ZipPtr open_archive() const {
+    zip_error_t err;
+    zip_error_init(&err);
+    zip_source_t* src = zip_source_buffer_create(map_->data, map_->size, 0, &err);
+    if (!src) {
+      const std::string msg = zip_error_strerror(&err);
+      zip_error_fini(&err);
+      fail("cannot read the zip archive: " + msg);
+    }
+    zip_t* za = zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &err);
+    if (!za) {
+      zip_source_free(src);
+      const int code = zip_error_code_zip(&err);
+      const std::string msg = printable(zip_error_strerror(&err));
+      zip_error_fini(&err);
+      if (code == ZIP_ER_NOZIP) fail(map_->size == 0 ? "empty file, not a .npz file" : "not a .npz file (not a zip archive)");
+      fail("not a valid .npz (zip) file: " + msg);
+    }
+    zip_error_fini(&err);
+    return ZipPtr(za);
+  }
+
+  ZipPtr acquire() const {
+    {
+      std::lock_guard lock(pool_mutex_);
+      if (!pool_.empty()) {
+        ZipPtr za = std::move(pool_.back());
+        pool_.pop_back();
+        return za;
+      }
+    }
+    return open_archive();
+  }
+
+  void release(ZipPtr za) const {
+    std::lock_guard lock(pool_mutex_);
+    pool_.push_back(std::move(za));
+  }
+
+  ZipFilePtr open_member(zip_t* za, const Member& m) const {
+    zip_file_t* f = zip_fopen_index(za, m.index, 0);
+    if (!f) throw IoError(m.label + ": cannot open member: " + printable(zip_strerror(za)));
+    return ZipFilePtr(f);
+  }
+
+  static std::size_t read_some(zip_file_t* f, const Member& m, uint8_t* dst, std::size_t n) {
+    const zip_int64_t got = zip_fread(f, dst, n);
+    if (got < 0) throw IoError(m.label + ": cannot decompress: " + printable(zip_file_strerror(f)));
+    return static_cast<std::size_t>(got);
+  }
+
+  void list(zip_t* za) {
+    const zip_int64_t count = zip_get_num_entries(za, 0);
+    std::set<std::string> names;
+    for (zip_int64_t i = 0; i < count; ++i) {
+      zip_stat_t st;
+      zip_stat_init(&st);
+      if (zip_stat_index(za, static_cast<zip_uint64_t>(i), 0, &st) != 0)
+        fail("cannot read zip entry #" + std::to_string(i) + ": " + printable(zip_strerror(za)));
+      if (!(st.valid & ZIP_STAT_NAME) || !st.name) continue;
+      const std::string_view member = st.name;
+      if (member.size() <= 4 || !member.ends_with(".npy")) continue;  // numpy only writes .npy members
+      Member m;
+      m.index = static_cast<zip_uint64_t>(i);
+      m.label = path_ + ": " + printable(member);
+      check_entry(st, m.label);
+      m.size = st.size;
+
+      TensorInfo info;
+      info.name = std::string(member.substr(0, member.size() - 4));
+      if (!names.insert(info.name).second) throw IoError(m.label + ": the archive holds this member twice");
+      const NpyHeader h = read_header(za, m);
+      info.dtype = h.dtype;
+      info.shape = h.shape;
+      m.data_offset = h.data_offset;
+      members_.push_back(std::move(m));
+      tensors_.push_back(std::move(info));
+    }
+  }
+
+  void check_entry(const zip_stat_t& st, const std::string& label) const {
+    auto mfail = [&](const std::string& what) { throw IoError(label + ": " + what); };
+    const unsigned need = ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD;
+    if ((st.valid & need) != need) mfail("zip entry lacks its sizes or compression method");
+    if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE)
+      mfail("member is encrypted (not supported)");
+    if (st.comp_size > map_->size)
+      mfail("compressed size " + std::to_string(st.comp_size) + " is larger than the file (" +
+            std::to_string(map_->size) + " bytes)");
+    if (st.comp_method == ZIP_CM_STORE) {
+      if (st.size != st.comp_size)
+        mfail("stored member claims " + std::to_string(st.size) + " bytes but holds " + std::to_string(st.comp_size));
+    } else if (st.comp_method == ZIP_CM_DEFLATE) {
+      if (st.size / kMaxDeflateRatio > st.comp_size + 1)
+        mfail("claims " + std::to_string(st.size) + " bytes from " + std::to_string(st.comp_size) +
+              " deflated bytes, more than deflate can expand");
+    } else {
+      mfail("compression method " + std::to_string(st.comp_method) +
+            " is not supported (numpy writes stored or deflated members)");
+    }
+  }
+
+  // Reads the first bytes of the member, enough for its .npy header, and validates that header
+  // against the member's uncompressed size.
+  NpyHeader read_header(zip_t* za, const Member& m) const {
+    std::vector<uint8_t> head(static_cast<std::size_t>(std::min<uint64_t>(m.size, kHeadBytes)));
+    ZipFilePtr f = open_member(za, m);
+    std::size_t got = 0;
+    auto fill = [&](std::size_t want) {
+      while (got < want) {
+        const std::size_t n = read_some(f.get(), m, head.data() + got, want - got);
+        if (n == 0)
+          throw IoError(m.label + ": member ends after " + std::to_string(got) + " of " + std::to_string(m.size) +
+                        " bytes (truncated or corrupt)");
+        got += n;
+      }
+    };
+    fill(head.size());
+    // A header longer than the first read (numpy's v2/v3 allow up to 4 GB) is read on, up to a cap.
+    if (got >= 12 && std::memcmp(head.data(), "\x93NUMPY", 6) == 0) {
+      const std::size_t len_bytes = head[6] == 1 ? 2 : 4;
+      std::size_t header_len = 0;
+      for (std::size_t i = len_bytes; i-- > 0;) header_len = (header_len << 8) | head[8 + i];
+      const std::size_t needed = 8 + len_bytes + header_len;
+      if (needed > got && needed <= m.size) {
+        if (needed > kMaxNpyHeader)
+          throw IoError(m.label + ": .npy header of " + std::to_string(header_len) + " bytes is above the " +
+                        std::to_string(kMaxNpyHeader) + "-byte limit");
+        head.resize(needed);
+        fill(needed);
+      }
+    }
+    return parse_npy_header(head.data(), got, m.size, m.label);
+  }
+
+  std::shared_ptr<const MappedFile> map_;
+  std::vector<Member> members_;
+  mutable std::mutex pool_mutex_;
+  mutable std::vector<ZipPtr> pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<TensorFile> open_npz_file(const std::string& path) {
+  return std::make_unique<NpzFile>(path, MappedFile::open(path));
+}
+
+}  // namespace qs

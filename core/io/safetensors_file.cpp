@@ -1,0 +1,241 @@
+// .safetensors reader: the JSON header is parsed with nlohmann::json and checked in full at open
+// (dtype, shape overflow, data_offsets within the data section, sized dtype x shape, no overlaps);
+// read() is a view into a memory map, so memory follows the tensor being used, not the file.
+// Tensors are listed in file order (by data offset; empty tensors at one offset by name).
+// Exercise: tests/tst_tensorfile.cpp, tests/fuzz/fuzz_safetensors.cpp.
+#include "io/tensor_file.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace qs {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the safetensors library's own limit
+constexpr int kMaxJsonDepth = 32;                  // a tensor entry needs 3; deeper is not a safetensors header
+
+struct DtypeRow {
+  std::string_view name;
+  DType dtype;
+};
+constexpr DtypeRow kDtypes[] = {
+    {"F64", DType::F64},   {"F32", DType::F32},         {"F16", DType::F16},         {"BF16", DType::BF16},
+    {"I8", DType::I8},     {"U8", DType::U8},           {"I16", DType::I16},         {"I32", DType::I32},
+    {"I64", DType::I64},   {"F8_E4M3", DType::F8E4M3},  {"F8_E5M2", DType::F8E5M2},  {"BOOL", DType::Bool},
+    {"U16", DType::U16},   {"U32", DType::U32},         {"U64", DType::U64},
+};
+
+// One line, whatever the file says: control bytes become \xNN (and, with ascii_only, bytes >= 0x80
+// too); long names are cut.
+std::string printable(std::string_view s, bool ascii_only = false, std::size_t max_len = 120) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < max_len; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f || (ascii_only && c >= 0x80)) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (s.size() > max_len) out += "...";
+  return out;
+}
+
+std::string supported_dtypes() {
+  std::string s;
+  for (const DtypeRow& r : kDtypes) {
+    if (!s.empty()) s += ", ";
+    s += r.name;
+  }
+  return s;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+struct Entry {
+  TensorInfo info;
+  uint64_t begin = 0, end = 0;  // within the data section
+};
+
+class SafetensorsFile final : public TensorFile {
+ public:
+  SafetensorsFile(const std::string& path, std::shared_ptr<const MappedFile> map) : map_(std::move(map)) {
+    path_ = path;
+    kind_ = "safetensors";
+    parse();
+  }
+
+  TensorBytes read(std::size_t index) const override {
+    if (index >= offsets_.size())
+      throw IoError(path_ + ": no tensor #" + std::to_string(index) + " (the file has " +
+                    std::to_string(offsets_.size()) + ")");
+    TensorBytes b;
+    b.data = map_->data + data_start_ + offsets_[index];
+    b.size = tensors_[index].nbytes();
+    b.owner = map_;
+    return b;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { throw IoError(path_ + ": " + what); }
+
+  void parse() {
+    const std::size_t size = map_->size;
+    if (size < 8)
+      fail(size == 0 ? "empty file, not a .safetensors file"
+                     : "truncated: " + std::to_string(size) + " bytes, too short for the 8-byte header length");
+    uint64_t header_len = 0;
+    for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | map_->data[i];
+    if (header_len > kMaxHeaderBytes)
+      fail("header length " + std::to_string(header_len) + " is above the 100 MB limit (" +
+           std::to_string(kMaxHeaderBytes) + " bytes)");
+    if (header_len > size - 8)
+      fail("header length " + std::to_string(header_len) + " runs past the end of the file (" + std::to_string(size) +
+           " bytes)");
+    if (header_len == 0 || map_->data[8] != '{') fail("header is not a JSON object (expected '{' at offset 8)");
+    data_start_ = 8 + header_len;
+    const uint64_t data_size = size - data_start_;
+
+    const char* text = reinterpret_cast<const char*>(map_->data + 8);
+    json header;
+    try {
+      // Depth and duplicate keys are checked while parsing: a duplicated tensor name or field would
+      // otherwise be silently resolved to the last one.
+      std::vector<std::set<std::string>> keys;
+      header = json::parse(text, text + header_len, [&](int depth, json::parse_event_t event, json& value) {
+        switch (event) {
+          case json::parse_event_t::object_start:
+          case json::parse_event_t::array_start:
+            if (depth >= kMaxJsonDepth) fail("header nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+            if (event == json::parse_event_t::object_start) keys.emplace_back();
+            break;
+          case json::parse_event_t::object_end:
+            if (!keys.empty()) keys.pop_back();
+            break;
+          case json::parse_event_t::key:
+            if (!keys.empty() && !keys.back().insert(value.get<std::string>()).second)
+              fail("header has the key '" + printable(value.get<std::string>()) + "' twice" +
+                   (keys.size() == 1 ? "" : " in one entry"));
+            break;
+          default: break;
+        }
+        return true;
+      });
+    } catch (const json::exception& e) {
+      std::string_view what = e.what();
+      if (const std::size_t p = what.find("] "); what.starts_with("[json.exception.") && p != std::string_view::npos)
+        what.remove_prefix(p + 2);
+      fail("header is not valid JSON: " + printable(what, true, 300));
+    }
+    if (!header.is_object()) fail("header is not a JSON object");
+
+    std::vector<Entry> entries;
+    entries.reserve(header.size());
+    for (const auto& [name, value] : header.items()) {
+      if (name == "__metadata__") continue;  // free-form string map; nothing we need
+      entries.push_back(parse_entry(name, value, data_size));
+    }
+
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+      if (a.begin != b.begin) return a.begin < b.begin;
+      if (a.end != b.end) return a.end < b.end;
+      return a.info.name < b.info.name;
+    });
+    // In offset order, a non-empty tensor must start at or after the furthest end seen so far.
+    const Entry* reach = nullptr;
+    for (const Entry& e : entries) {
+      if (e.begin == e.end) continue;  // empty tensors occupy no bytes
+      if (reach && e.begin < reach->end)
+        fail(printable(e.info.name) + ": data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+             ") overlap tensor '" + printable(reach->info.name) + "' [" + std::to_string(reach->begin) + ", " +
+             std::to_string(reach->end) + ")");
+      if (!reach || e.end > reach->end) reach = &e;
+    }
+    for (Entry& e : entries) {
+      offsets_.push_back(e.begin);
+      tensors_.push_back(std::move(e.info));
+    }
+  }
+
+  Entry parse_entry(const std::string& name, const json& value, uint64_t data_size) const {
+    auto tfail = [&](const std::string& what) { fail(printable(name) + ": " + what); };
+    if (!value.is_object()) tfail("entry is not an object with dtype, shape and data_offsets");
+    Entry e;
+    e.info.name = name;
+
+    const auto dt = value.find("dtype");
+    if (dt == value.end()) tfail("entry has no 'dtype'");
+    if (!dt->is_string()) tfail("'dtype' is not a string");
+    const std::string& dname = dt->get_ref<const std::string&>();
+    const auto row = std::find_if(std::begin(kDtypes), std::end(kDtypes),
+                                  [&](const DtypeRow& r) { return r.name == dname; });
+    if (row == std::end(kDtypes))
+      tfail("unsupported dtype '" + printable(dname, false, 40) + "' (supported: " + supported_dtypes() + ")");
+    e.info.dtype = row->dtype;
+
+    const auto sh = value.find("shape");
+    if (sh == value.end()) tfail("entry has no 'shape'");
+    if (!sh->is_array()) tfail("'shape' is not an array");
+    uint64_t numel_nonzero = 1;
+    bool has_zero = false;
+    for (const json& d : *sh) {
+      if (d.is_number_integer() && d.get<int64_t>() < 0 && !d.is_number_unsigned())
+        tfail("negative dimension " + std::to_string(d.get<int64_t>()) + " in 'shape'");
+      if (!d.is_number_unsigned()) tfail("'shape' holds something other than non-negative integers");
+      const uint64_t v = d.get<uint64_t>();
+      if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        tfail("dimension " + std::to_string(v) + " in 'shape' is too large");
+      e.info.shape.push_back(static_cast<int64_t>(v));
+      if (v == 0)
+        has_zero = true;
+      else if (__builtin_mul_overflow(numel_nonzero, v, &numel_nonzero))
+        tfail("'shape' has too many elements (the product of its dimensions overflows 64 bits)");
+    }
+    uint64_t nbytes = 0;
+    if (__builtin_mul_overflow(numel_nonzero, static_cast<uint64_t>(dtype_size(e.info.dtype)), &nbytes))
+      tfail("shape " + shape_text(e.info.shape) + " of " + dname + " is too large (byte size overflows)");
+    if (has_zero) nbytes = 0;
+
+    const auto off = value.find("data_offsets");
+    if (off == value.end()) tfail("entry has no 'data_offsets'");
+    if (!off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned())
+      tfail("'data_offsets' is not a pair of non-negative integers [begin, end]");
+    e.begin = (*off)[0].get<uint64_t>();
+    e.end = (*off)[1].get<uint64_t>();
+    const std::string range = "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + ")";
+    if (e.begin > e.end) tfail(range + " end before they begin");
+    if (e.end > data_size)
+      tfail(range + " run past the end of the data section (" + std::to_string(data_size) + " bytes)");
+    if (e.end - e.begin != nbytes)
+      tfail(range + " hold " + std::to_string(e.end - e.begin) + " bytes but shape " + shape_text(e.info.shape) +
+            " of " + dname + " needs " + std::to_string(nbytes));
+    return e;
+  }
+
+  std::shared_ptr<const MappedFile> map_;
+  std::size_t data_start_ = 0;
+  std::vector<uint64_t> offsets_;  // per tensor, within the data section
+};
+
+}  // namespace
+
+std::unique_ptr<TensorFile> open_safetensors_file(const std::string& path) {
+  return std::make_unique<SafetensorsFile>(path, MappedFile::open(path));
+}
+
+}  // namespace qs

@@ -1,0 +1,505 @@
+// Error metrics (core/quant/metrics.h): MSE, SQNR, max / mean absolute error, the clipping and
+// rounding split, log2 histograms (absolute, relative, binade), merging and the histogram CSV rows.
+// Expected values are computed here (long double sums, std::ilogb bins), not taken from the engine.
+// Run: cmake --build build --target tst_metrics && QT_QPA_PLATFORM=offscreen build/tests/tst_metrics
+#include "format/format.h"
+#include "quant/metrics.h"
+
+#include <QTest>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <set>
+#include <vector>
+
+namespace {
+
+constexpr uint64_t kDataSeed = 0x3e7a1c5eedULL;
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr double kU = DBL_EPSILON / 2;  // unit roundoff of double
+
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  double open01() { return (double(next() >> 11) + 0.5) * 0x1p-53; }
+  double normal() { return std::sqrt(-2 * std::log(open01())) * std::cos(2 * std::numbers::pi * open01()); }
+};
+
+// A symmetric grid quantizer written here: q = clamp(round_half_even(x / s), -m, m) * s in double,
+// rounded to float; bound B = m * s. Clipped elements land exactly on +-B when B is a float.
+struct Grid {
+  double s = 0.05;
+  double m = 40;  // B = 2
+  float operator()(float x) const {
+    const double r = std::nearbyint(double(x) / s);
+    return static_cast<float>(std::clamp(r, -m, m) * s);
+  }
+  double bound() const { return m * s; }
+};
+
+// Seeded data: normal * sigma, and q from the grid (or q = x + small noise when grid is null).
+void makeData(std::size_t n, double sigma, uint64_t seed, const Grid& g, std::vector<float>& x, std::vector<float>& q) {
+  Rng r{seed};
+  x.resize(n);
+  q.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    x[i] = static_cast<float>(r.normal() * sigma);
+    q[i] = g(x[i]);
+  }
+}
+
+struct LongSums {
+  std::size_t count = 0;
+  long double x2 = 0, e2 = 0, abs_e = 0, max_abs_e = 0, clip2 = 0, round2 = 0;
+  uint64_t clipped = 0;
+};
+
+LongSums longSums(const std::vector<float>& x, const std::vector<float>& q, long double bound) {
+  LongSums s;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(x[i])) continue;
+    const long double xi = x[i], e = xi - (long double)q[i];
+    ++s.count;
+    s.x2 += xi * xi;
+    s.e2 += e * e;
+    s.abs_e += std::fabs(e);
+    s.max_abs_e = std::max(s.max_abs_e, std::fabs(e));
+    const long double c = std::clamp(xi, -bound, bound);
+    s.clip2 += (xi - c) * (xi - c);
+    s.round2 += (c - q[i]) * (c - q[i]);
+    if (std::fabs(xi) > bound) ++s.clipped;
+  }
+  return s;
+}
+
+// Recursive summation of n non-negative double terms (each term itself rounded once): relative
+// error at most (n + 1) u.
+double sumTol(std::size_t n) { return (double(n) + 1) * kU; }
+
+#define QVERIFY_CLOSE(got, want, rel)                                                                       \
+  QVERIFY2(std::fabs(double(got) - double(want)) <= (rel) * std::fabs(double(want)),                        \
+           qPrintable(QStringLiteral("%1 = %2, expected %3 (relative tolerance %4)")                         \
+                          .arg(#got)                                                                        \
+                          .arg(double(got), 0, 'g', 17)                                                     \
+                          .arg(double(want), 0, 'g', 17)                                                    \
+                          .arg(double(rel))))
+
+uint64_t histTotal(const qs::Log2Histogram& h) {
+  uint64_t t = h.zeros;
+  for (uint64_t c : h.counts) t += c;
+  return t;
+}
+
+// Count in the bin of binary exponent e.
+uint64_t binCount(const qs::Log2Histogram& h, int e) {
+  return h.counts[std::size_t(e - qs::Log2Histogram::kMinExp)];
+}
+
+// The only non-empty bin of h (kNone when empty, kZero when the only count is in zeros).
+constexpr int kNone = 1000, kZero = -1000;
+int onlyBin(const qs::Log2Histogram& h) {
+  if (histTotal(h) == 0) return kNone;
+  if (histTotal(h) != 1) return kNone - 1;
+  if (h.zeros) return kZero;
+  for (std::size_t i = 0; i < h.counts.size(); ++i)
+    if (h.counts[i]) return int(i) + qs::Log2Histogram::kMinExp;
+  return kNone;
+}
+
+}  // namespace
+
+class tst_Metrics : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void sums_data();
+  void sums();
+  void sqnrExactIsInfinite();
+  void sqnrEmptyIsNan();
+  void clipRoundSplit_data();
+  void clipRoundSplit();
+  void clipRoundSplitExactDyadic();
+  void clipRoundBothKinds();
+  void clippedCountsStrictlyAbove();
+  void histogramBins_data();
+  void histogramBins();
+  void histogramTotals();
+  void mergeEqualsOneCall_data();
+  void mergeEqualsOneCall();
+  void histogramCsv();
+  void histogramCsvEmpty();
+  void nonFiniteSkipped();
+};
+
+void tst_Metrics::sums_data() {
+  QTest::addColumn<int>("n");
+  QTest::addColumn<double>("sigma");
+  QTest::addColumn<double>("step");
+  QTest::addColumn<double>("levels");
+  for (int n : {1, 17, 1000, 100003})
+    for (double sigma : {0.01, 1.0, 300.0})
+      for (auto [step, levels] : {std::pair{0.05, 40.0}, std::pair{1.0 / 127, 127.0}, std::pair{0.25, 7.0}})
+        QTest::newRow(qPrintable(QStringLiteral("n=%1/normal*%2/grid %3 x %4").arg(n).arg(sigma).arg(step).arg(levels)))
+            << n << sigma << step << levels;
+}
+
+// MSE, SQNR, max and mean absolute error on seeded data against long double sums.
+void tst_Metrics::sums() {
+  QFETCH(int, n);
+  QFETCH(double, sigma);
+  QFETCH(double, step);
+  QFETCH(double, levels);
+  const Grid g{step, levels};
+  std::vector<float> x, q;
+  makeData(std::size_t(n), sigma, kDataSeed + uint64_t(n), g, x, q);
+  qs::ErrorMetrics m;
+  qs::accumulate_metrics(m, x.data(), q.data(), x.size(), float(step), g.bound());
+  const LongSums want = longSums(x, q, g.bound());
+  QCOMPARE(m.count, uint64_t(n));
+  // x - q is exact in double (two floats within 2^29 of each other's exponent), so the maximum is exact.
+  QCOMPARE(m.max_abs_e, double(want.max_abs_e));
+  const double tol = sumTol(x.size()) + kU;
+  QVERIFY_CLOSE(m.mse(), want.e2 / n, tol + kU);
+  QVERIFY_CLOSE(m.mean_abs_error(), want.abs_e / n, tol + kU);
+  QVERIFY_CLOSE(m.sum_x2, want.x2, tol);
+  QCOMPARE(m.clipped, want.clipped);
+  if (want.e2 == 0) {
+    QCOMPARE(m.sqnr_db(), std::numeric_limits<double>::infinity());
+  } else {
+    const long double db = 10 * std::log10(want.x2 / want.e2);
+    // Ratio of two sums, each within tol: 2 tol relative, 10 / ln 10 times that in dB, plus log10's ulps.
+    const double dbTol = 10 / std::numbers::ln10 * 2 * tol + 4 * DBL_EPSILON * std::fabs(double(db));
+    QVERIFY2(std::fabs(m.sqnr_db() - double(db)) <= dbTol,
+             qPrintable(QStringLiteral("SQNR %1, expected %2").arg(m.sqnr_db(), 0, 'g', 17).arg(double(db), 0, 'g', 17)));
+  }
+}
+
+// q == x: no error, SQNR +inf, MSE and errors 0, every abs error in the zeros bin.
+void tst_Metrics::sqnrExactIsInfinite() {
+  std::vector<float> x, q;
+  makeData(1000, 1.0, kDataSeed, Grid{}, x, q);
+  x[10] = 0.0f;
+  qs::ErrorMetrics m;
+  qs::accumulate_metrics(m, x.data(), x.data(), x.size(), 1.0f, 1e30);
+  QCOMPARE(m.sqnr_db(), std::numeric_limits<double>::infinity());
+  QCOMPARE(m.mse(), 0.0);
+  QCOMPARE(m.max_abs_e, 0.0);
+  QCOMPARE(m.mean_abs_error(), 0.0);
+  QCOMPARE(m.abs_error.zeros, uint64_t(x.size()));
+  QCOMPARE(m.clipped, uint64_t(0));
+  // All zeros and exact: still +inf (nothing lost), not NaN.
+  const std::vector<float> z(8, 0.0f);
+  qs::ErrorMetrics mz;
+  qs::accumulate_metrics(mz, z.data(), z.data(), z.size(), 1.0f, 1.0);
+  QCOMPARE(mz.sqnr_db(), std::numeric_limits<double>::infinity());
+}
+
+void tst_Metrics::sqnrEmptyIsNan() {
+  qs::ErrorMetrics m;
+  QVERIFY(std::isnan(m.sqnr_db()));
+  QCOMPARE(m.mse(), 0.0);
+  QCOMPARE(m.mean_abs_error(), 0.0);
+  const float x[] = {kNaN, kInf}, q[] = {0, 0};
+  qs::accumulate_metrics(m, x, q, 2, 1.0f, 1.0);
+  QCOMPARE(m.count, uint64_t(0));
+  QVERIFY(std::isnan(m.sqnr_db()));
+}
+
+void tst_Metrics::clipRoundSplit_data() {
+  QTest::addColumn<double>("sigma");
+  QTest::addColumn<double>("step");
+  QTest::addColumn<double>("levels");
+  for (double sigma : {0.5, 1.0, 3.0})
+    for (auto [step, levels] : {std::pair{0.0625, 16.0}, std::pair{0.25, 7.0}, std::pair{0.5, 3.0}})
+      QTest::newRow(qPrintable(QStringLiteral("normal*%1/grid %2 x %3").arg(sigma).arg(step).arg(levels)))
+          << sigma << step << levels;
+}
+
+// Clipped elements are clamped exactly to +-B (the grid's top is B): each element has one kind of
+// error only, so sum clip^2 + sum round^2 = sum e^2 up to the summation error of the three sums;
+// each part matches its long double sum and `clipped` counts |x| > B.
+void tst_Metrics::clipRoundSplit() {
+  QFETCH(double, sigma);
+  QFETCH(double, step);
+  QFETCH(double, levels);
+  const Grid g{step, levels};
+  std::vector<float> x, q;
+  makeData(50000, sigma, kDataSeed + 3, g, x, q);
+  qs::ErrorMetrics m;
+  qs::accumulate_metrics(m, x.data(), q.data(), x.size(), float(step), g.bound());
+  const LongSums want = longSums(x, q, g.bound());
+  QVERIFY2(want.clipped > 0, "row without clipping");
+  QVERIFY_CLOSE(want.clip2 + want.round2, want.e2, 1e-15L);  // the premise, in long double
+  const double tol = sumTol(x.size());
+  QVERIFY_CLOSE(m.sum_clip2 + m.sum_round2, m.sum_e2, 3 * tol);
+  QVERIFY_CLOSE(m.sum_clip2, want.clip2, tol);
+  QVERIFY_CLOSE(m.sum_round2, want.round2, tol);
+  QCOMPARE(m.clipped, want.clipped);
+}
+
+// Dyadic data with few bits (multiples of 1/16 below 2^10): every square and every partial sum is
+// exact in double, so the split is exactly equal.
+void tst_Metrics::clipRoundSplitExactDyadic() {
+  Rng r{kDataSeed + 4};
+  const Grid g{0.5, 6};  // B = 3
+  std::vector<float> x(4096), q(4096);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = float(int(r.next() % 161) - 80) / 16.0f;  // [-5, 5] in steps of 1/16
+    q[i] = g(x[i]);
+  }
+  qs::ErrorMetrics m;
+  qs::accumulate_metrics(m, x.data(), q.data(), x.size(), 0.5f, g.bound());
+  QVERIFY(m.clipped > 0);
+  QCOMPARE(m.sum_clip2 + m.sum_round2, m.sum_e2);
+  const LongSums want = longSums(x, q, g.bound());
+  QCOMPARE(m.sum_e2, double(want.e2));
+  QCOMPARE(m.sum_clip2, double(want.clip2));
+  QCOMPARE(m.sum_round2, double(want.round2));
+}
+
+// When a clipped element is also rounded inward (B not on the grid), its error has both parts with
+// the same sign: e^2 = c^2 + r^2 + 2 c r > c^2 + r^2. Known values: B = 2.5, grid of 1, x = 4 -> q = 2:
+// clip 1.5, round 0.5, e 2.
+void tst_Metrics::clipRoundBothKinds() {
+  const float x[] = {4.0f, -4.0f, 1.25f};
+  const float q[] = {2.0f, -2.0f, 1.0f};
+  qs::ErrorMetrics m;
+  qs::accumulate_metrics(m, x, q, 3, 1.0f, 2.5);
+  QCOMPARE(m.sum_e2, 4.0 + 4.0 + 0.0625);
+  QCOMPARE(m.sum_clip2, 2.25 + 2.25);
+  QCOMPARE(m.sum_round2, 0.25 + 0.25 + 0.0625);
+  QVERIFY(m.sum_e2 > m.sum_clip2 + m.sum_round2);
+  QCOMPARE(m.clipped, uint64_t(2));
+}
+
+// |x| == B is not clipped; the next float above is.
+void tst_Metrics::clippedCountsStrictlyAbove() {
+  const float B = 448.0f;
+  const float x[] = {B, -B, std::nextafter(B, 1e9f), -std::nextafter(B, 1e9f), 1.0f, 0.0f};
+  const float q[] = {B, -B, B, -B, 1.0f, 0.0f};
+  qs::ErrorMetrics m;
+  qs::accumulate_metrics(m, x, q, 6, 1.0f, B);
+  QCOMPARE(m.clipped, uint64_t(2));
+  const double d = double(std::nextafter(B, 1e9f)) - B;
+  QCOMPARE(m.sum_clip2, 2 * d * d);
+  QCOMPARE(m.sum_round2, 0.0);
+}
+
+void tst_Metrics::histogramBins_data() {
+  QTest::addColumn<float>("x");
+  QTest::addColumn<float>("q");
+  QTest::addColumn<float>("scale");
+  QTest::addColumn<int>("absBin");     // binary exponent of |x - q| (kZero: the zeros bin)
+  QTest::addColumn<int>("relBin");     // of |x - q| / |x| (kNone: x = 0, not checked)
+  QTest::addColumn<int>("binadeBin");  // of |x / scale|
+  QTest::newRow("|e|=0.75 -> [0.5,1)") << 3.0f << 2.25f << 1.0f << -1 << -2 << 1;
+  QTest::newRow("|e|=0.5 -> [0.5,1)") << -2.5f << -2.0f << 0.5f << -1 << -3 << 2;
+  QTest::newRow("|e|=1 -> [1,2)") << 5.0f << 4.0f << 1.0f << 0 << -3 << 2;
+  QTest::newRow("|e|=0.999 -> [0.5,1)") << 1.999f << 1.0f << 2.0f << -1 << -2 << -1;
+  QTest::newRow("e=0 -> zeros") << 6.0f << 6.0f << 1.0f << kZero << kZero << 2;
+  QTest::newRow("x=0 q=0 -> zeros") << 0.0f << 0.0f << 1.0f << kZero << kNone << kZero;
+  QTest::newRow("x=-0 -> zeros") << -0.0f << 0.0f << 1.0f << kZero << kNone << kZero;
+  QTest::newRow("big error 2^100") << 0x1p100f << 0.0f << 0x1p90f << 100 << 0 << 10;
+  // float32 subnormals: errors and scaled values below 2^-126 keep their true binade.
+  QTest::newRow("subnormal e 2^-140") << 0x1p-140f << 0.0f << 1.0f << -140 << 0 << -140;
+  QTest::newRow("subnormal e 3*2^-149") << 0x1p-147f << 0x1p-149f << 1.0f << -148 << -1 << -147;
+  QTest::newRow("smallest subnormal e 2^-149") << 0x1p-149f << 0.0f << 1.0f << -149 << 0 << -149;
+  QTest::newRow("normal x, subnormal e") << 0x1.000002p-126f << 0x1p-126f << 1.0f << -149 << -24 << -126;
+  QTest::newRow("scaled value subnormal") << 0x1p-130f << 0x1p-130f << 0x1p10f << kZero << kZero << -140;
+  QTest::newRow("rel error 2^100") << 0x1p-90f << 0x1p10f << 1.0f << 10 << 100 << -90;
+}
+
+// One element at a time: the bin each histogram puts it in, against the exponent given by the row
+// (worked out by hand) and by std::ilogb of the same float.
+void tst_Metrics::histogramBins() {
+  QFETCH(float, x);
+  QFETCH(float, q);
+  QFETCH(float, scale);
+  QFETCH(int, absBin);
+  QFETCH(int, relBin);
+  QFETCH(int, binadeBin);
+  // The rows' hand-worked exponents agree with ilogb.
+  const float ae = static_cast<float>(std::fabs(double(x) - double(q)));
+  QCOMPARE(absBin, ae == 0 ? kZero : std::ilogb(ae));
+  if (x != 0) QCOMPARE(relBin, ae == 0 ? kZero : std::ilogb(static_cast<float>(std::fabs(double(x) - double(q)) / std::fabs(double(x)))));
+  QCOMPARE(binadeBin, x == 0 ? kZero : std::ilogb(x / scale));
+
+  qs::ErrorMetrics m;
+  qs::accumulate_metrics(m, &x, &q, 1, scale, 1e300);
+  QCOMPARE(m.count, uint64_t(1));
+  QCOMPARE(onlyBin(m.abs_error), absBin);
+  if (relBin != kNone) QCOMPARE(onlyBin(m.rel_error), relBin);
+  QCOMPARE(onlyBin(m.binade), binadeBin);
+  if (absBin != kZero) QCOMPARE(binCount(m.abs_error, absBin), uint64_t(1));
+}
+
+// Over seeded data with zeros: every finite element is in exactly one bin (or zeros) of the absolute
+// error and binade histograms; the bins hold the counts of a direct ilogb tally.
+void tst_Metrics::histogramTotals() {
+  std::vector<float> x, q;
+  const Grid g{0.01, 100};
+  makeData(20000, 2.0, kDataSeed + 5, g, x, q);
+  for (std::size_t i = 0; i < x.size(); i += 97) x[i] = 0.0f, q[i] = 0.0f;
+  qs::ErrorMetrics m;
+  qs::accumulate_metrics(m, x.data(), q.data(), x.size(), 0.01f, g.bound());
+  QCOMPARE(histTotal(m.abs_error), uint64_t(x.size()));
+  QCOMPARE(histTotal(m.binade), uint64_t(x.size()));
+  std::vector<uint64_t> absTally(m.abs_error.counts.size()), binTally(m.binade.counts.size());
+  uint64_t absZeros = 0, binZeros = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float ae = static_cast<float>(std::fabs(double(x[i]) - double(q[i])));
+    if (ae == 0) ++absZeros;
+    else absTally[std::size_t(std::ilogb(ae) - qs::Log2Histogram::kMinExp)]++;
+    const float sv = x[i] / 0.01f;
+    if (sv == 0) ++binZeros;
+    else binTally[std::size_t(std::ilogb(sv) - qs::Log2Histogram::kMinExp)]++;
+  }
+  QCOMPARE(m.abs_error.zeros, absZeros);
+  QCOMPARE(m.binade.zeros, binZeros);
+  QVERIFY(std::equal(absTally.begin(), absTally.end(), m.abs_error.counts.begin()));
+  QVERIFY(std::equal(binTally.begin(), binTally.end(), m.binade.counts.begin()));
+}
+
+void tst_Metrics::mergeEqualsOneCall_data() {
+  QTest::addColumn<int>("pieces");
+  for (int p : {2, 3, 7}) QTest::newRow(qPrintable(QStringLiteral("%1 pieces").arg(p))) << p;
+}
+
+// Accumulating pieces into separate metrics and merging with += gives the counts, maximum and
+// histograms of one call over everything, and the sums to rounding.
+void tst_Metrics::mergeEqualsOneCall() {
+  QFETCH(int, pieces);
+  std::vector<float> x, q;
+  const Grid g{0.1, 20};
+  makeData(10007, 1.5, kDataSeed + 6, g, x, q);
+  x[5] = kNaN;
+  qs::ErrorMetrics whole;
+  qs::accumulate_metrics(whole, x.data(), q.data(), x.size(), 0.1f, g.bound());
+  qs::ErrorMetrics merged;
+  const std::size_t step = (x.size() + std::size_t(pieces) - 1) / std::size_t(pieces);
+  for (std::size_t b = 0; b < x.size(); b += step) {
+    qs::ErrorMetrics part;
+    const std::size_t n = std::min(step, x.size() - b);
+    qs::accumulate_metrics(part, x.data() + b, q.data() + b, n, 0.1f, g.bound());
+    merged += part;
+  }
+  QCOMPARE(merged.count, whole.count);
+  QCOMPARE(merged.count, uint64_t(x.size() - 1));
+  QCOMPARE(merged.clipped, whole.clipped);
+  QCOMPARE(merged.max_abs_e, whole.max_abs_e);
+  QVERIFY(merged.abs_error.counts == whole.abs_error.counts && merged.abs_error.zeros == whole.abs_error.zeros);
+  QVERIFY(merged.rel_error.counts == whole.rel_error.counts && merged.rel_error.zeros == whole.rel_error.zeros);
+  QVERIFY(merged.binade.counts == whole.binade.counts && merged.binade.zeros == whole.binade.zeros);
+  const double tol = 2 * sumTol(x.size());
+  QVERIFY_CLOSE(merged.sum_x2, whole.sum_x2, tol);
+  QVERIFY_CLOSE(merged.sum_e2, whole.sum_e2, tol);
+  QVERIFY_CLOSE(merged.sum_abs_e, whole.sum_abs_e, tol);
+  QVERIFY_CLOSE(merged.sum_clip2, whole.sum_clip2, tol);
+  QVERIFY_CLOSE(merged.sum_round2, whole.sum_round2, tol);
+  // Merging into an empty one is a copy; the histogram operator adds bin by bin.
+  qs::ErrorMetrics copy;
+  copy += whole;
+  QCOMPARE(copy.sum_e2, whole.sum_e2);
+  QCOMPARE(copy.count, whole.count);
+  qs::Log2Histogram h;
+  h.add_exponent(3);
+  h.zeros = 2;
+  h += h;
+  QCOMPARE(binCount(h, 3), uint64_t(2));
+  QCOMPARE(h.zeros, uint64_t(4));
+}
+
+// "prefix kind,bin_lo,bin_hi,count": kinds in the order abs_error, rel_error, binade; the zeros bin
+// as 0,0; then non-empty bins in increasing order with bin_hi = 2 bin_lo, a power of two.
+void tst_Metrics::histogramCsv() {
+  // |e| = 0.75 (bin [0.5, 1)) twice, e = 0 once, a subnormal error 2^-140 once; binade: x / s = 3, 2, 6
+  // -> [2, 4) twice, [4, 8) once; rel 0.25, 0, 0.125, 1.
+  const float x[] = {3.0f, 2.0f, 6.0f, 0x1p-140f};
+  const float q[] = {2.25f, 2.0f, 5.25f, 0.0f};
+  qs::ErrorMetrics m;
+  qs::accumulate_metrics(m, x, q, 4, 1.0f, 100.0);
+  const std::string prefix = "w.npy,layer.0/weight,e4m3fn/tensor,";
+  const QString csv = QString::fromStdString(qs::histogram_csv_rows(m, prefix));
+  QVERIFY(csv.endsWith('\n'));
+  const QStringList lines = csv.trimmed().split('\n');
+  QVERIFY(lines.contains("w.npy,layer.0/weight,e4m3fn/tensor,abs_error,0.5,1,2"));
+  QVERIFY(lines.contains("w.npy,layer.0/weight,e4m3fn/tensor,abs_error,0,0,1"));
+  QVERIFY(lines.contains("w.npy,layer.0/weight,e4m3fn/tensor,binade,2,4,2"));
+  QVERIFY(lines.contains("w.npy,layer.0/weight,e4m3fn/tensor,binade,4,8,1"));
+  // Parse every line and rebuild the histograms from them.
+  const QStringList kinds{"abs_error", "rel_error", "binade"};
+  qs::Log2Histogram rebuilt[3];
+  int lastKind = 0;
+  double lastLo = -1;
+  for (const QString& line : lines) {
+    QVERIFY2(line.startsWith(QString::fromStdString(prefix)), qPrintable(line));
+    const QStringList f = line.mid(int(prefix.size())).split(',');
+    QCOMPARE(f.size(), qsizetype(4));
+    const int k = int(kinds.indexOf(f[0]));
+    QVERIFY2(k >= 0, qPrintable(line));
+    QVERIFY2(k >= lastKind, qPrintable("kinds out of order: " + line));
+    if (k != lastKind) lastLo = -1;
+    lastKind = k;
+    bool ok1 = false, ok2 = false, ok3 = false;
+    const double lo = f[1].toDouble(&ok1), hi = f[2].toDouble(&ok2);
+    const qulonglong count = f[3].toULongLong(&ok3);
+    QVERIFY2(ok1 && ok2 && ok3, qPrintable(line));
+    QVERIFY2(count > 0, qPrintable("empty bin written: " + line));
+    QVERIFY2(lo > lastLo, qPrintable("bins out of order: " + line));
+    lastLo = lo;
+    if (lo == 0) {
+      QCOMPARE(hi, 0.0);
+      rebuilt[k].zeros += count;
+    } else {
+      int e = 0;
+      QCOMPARE(std::frexp(lo, &e), 0.5);  // a power of two (printed with enough digits to be exact)
+      QCOMPARE(hi, 2 * lo);
+      rebuilt[k].counts[std::size_t(std::ilogb(lo) - qs::Log2Histogram::kMinExp)] += count;
+    }
+  }
+  const qs::Log2Histogram* orig[3] = {&m.abs_error, &m.rel_error, &m.binade};
+  for (int k = 0; k < 3; ++k) {
+    QCOMPARE(rebuilt[k].zeros, orig[k]->zeros);
+    QVERIFY2(rebuilt[k].counts == orig[k]->counts, qPrintable(kinds[k]));
+  }
+  QCOMPARE(binCount(rebuilt[0], -140), uint64_t(1));
+}
+
+void tst_Metrics::histogramCsvEmpty() {
+  QCOMPARE(qs::histogram_csv_rows(qs::ErrorMetrics{}, "p,"), std::string());
+}
+
+// NaN and +-inf inputs are not measured: the metrics equal those of the finite elements alone.
+void tst_Metrics::nonFiniteSkipped() {
+  const float x[] = {kNaN, 1.5f, kInf, -2.0f, -kInf, 0.25f};
+  const float q[] = {0.0f, 1.0f, 448.0f, -2.0f, -448.0f, 0.0f};
+  const float xf[] = {1.5f, -2.0f, 0.25f};
+  const float qf[] = {1.0f, -2.0f, 0.0f};
+  qs::ErrorMetrics m, mf;
+  qs::accumulate_metrics(m, x, q, 6, 1.0f, 448.0);
+  qs::accumulate_metrics(mf, xf, qf, 3, 1.0f, 448.0);
+  QCOMPARE(m.count, uint64_t(3));
+  QCOMPARE(m.sum_x2, 2.25 + 4.0 + 0.0625);
+  QCOMPARE(m.sum_e2, 0.25 + 0.0625);
+  QCOMPARE(m.sum_abs_e, 0.75);
+  QCOMPARE(m.max_abs_e, 0.5);
+  QCOMPARE(m.clipped, uint64_t(0));
+  QCOMPARE(m.sum_clip2, 0.0);
+  QCOMPARE(m.sum_e2, mf.sum_e2);
+  QVERIFY(m.abs_error.counts == mf.abs_error.counts && m.abs_error.zeros == mf.abs_error.zeros);
+  QVERIFY(m.rel_error.counts == mf.rel_error.counts && m.rel_error.zeros == mf.rel_error.zeros);
+  QVERIFY(m.binade.counts == mf.binade.counts && m.binade.zeros == mf.binade.zeros);
+  QVERIFY(std::isfinite(m.sqnr_db()));
+}
+
+QTEST_APPLESS_MAIN(tst_Metrics)
+#include "tst_metrics.moc"

@@ -1,0 +1,584 @@
+// Observers (core/quant/observer.h) against the PyTorch formulas for the same inputs, computed here:
+// MinMax and MovingAverageMinMax ranges and their qparams (symmetric int8 on [-127, 127], affine
+// uint8), the histogram percentile (with re-binning), the MSE clipping search and delayed scaling.
+// Run: cmake --build build --target tst_observer && QT_QPA_PLATFORM=offscreen build/tests/tst_observer
+#include "format/format.h"
+#include "format/quantize.h"
+#include "quant/observer.h"
+#include "quant/scheme.h"
+
+#include <QTest>
+
+#include <algorithm>
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <vector>
+
+namespace {
+
+constexpr uint64_t kDataSeed = 0x0b5e7e5eedULL;
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr double kU = DBL_EPSILON / 2;  // unit roundoff of double
+constexpr double kSigmas = 5.0;         // statistical checks: 5 standard deviations
+
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  double open01() { return (double(next() >> 11) + 0.5) * 0x1p-53; }
+  double uniform(double lo, double hi) { return lo + (hi - lo) * open01(); }
+  double normal() { return std::sqrt(-2 * std::log(open01())) * std::cos(2 * std::numbers::pi * open01()); }
+  double laplace() {
+    const double u = open01() - 0.5;
+    return (u < 0 ? 1 : -1) * std::log(1 - 2 * std::fabs(u));
+  }
+};
+
+uint32_t bitsOf(float v) { return std::bit_cast<uint32_t>(v); }
+
+// `count` batches of `size` values: normal * sigma_k + offset, sigma_k varying per batch; with
+// `specials`, NaN and +-inf sprinkled in (and one batch of NaN only).
+std::vector<std::vector<float>> batches(int count, int size, double offset, uint64_t seed, bool specials) {
+  Rng r{seed};
+  std::vector<std::vector<float>> out(static_cast<std::size_t>(count));
+  for (int b = 0; b < count; ++b) {
+    const double sigma = 0.5 + 2.0 * r.open01();
+    for (int i = 0; i < size; ++i) out[std::size_t(b)].push_back(static_cast<float>(r.normal() * sigma + offset));
+    if (specials) {
+      std::vector<float>& v = out[std::size_t(b)];
+      v[std::size_t(b) % v.size()] = kNaN;
+      v[std::size_t(3 * b + 1) % v.size()] = (b % 2) ? kInf : -kInf;
+    }
+  }
+  if (specials) out.insert(out.begin() + 1, std::vector<float>(7, kNaN));
+  return out;
+}
+
+// Batch range over finite values; false when there is none (PyTorch's observers see no NaN here).
+bool finiteRange(const std::vector<float>& v, float& lo, float& hi) {
+  bool any = false;
+  for (float x : v) {
+    if (!std::isfinite(x)) continue;
+    lo = any ? std::min(lo, x) : x;
+    hi = any ? std::max(hi, x) : x;
+    any = true;
+  }
+  return any;
+}
+
+// Round half to even (torch.round), written out.
+float roundHalfEven(float v) {
+  const float fl = std::floor(v);
+  const float frac = v - fl;
+  if (frac > 0.5f) return fl + 1;
+  if (frac < 0.5f) return fl;
+  return std::fmod(fl, 2.0f) == 0 ? fl : fl + 1;
+}
+
+// torch.ao.quantization's _calculate_qparams in float32.
+// Symmetric qint8 with quant range [-127, 127]: scale = max(-min_neg, max_pos) / ((127 - -127) / 2).
+float torchSymmetricScale(float lo, float hi) {
+  const float minNeg = std::min(lo, 0.0f), maxPos = std::max(hi, 0.0f);
+  return std::max(-minNeg, maxPos) / (float(127 - (-127)) / 2.0f);
+}
+// Affine quint8 [0, 255]: scale = max((max_pos - min_neg) / 255, eps), zp = clamp(0 - round(min_neg / scale)).
+void torchAffine(float lo, float hi, float& scale, int& zp) {
+  const float minNeg = std::min(lo, 0.0f), maxPos = std::max(hi, 0.0f);
+  scale = std::max((maxPos - minNeg) / float(255 - 0), FLT_EPSILON);
+  zp = int(std::clamp(0.0f - roundHalfEven(minNeg / scale), 0.0f, 255.0f));
+}
+
+// The p-th percentile (0-100) of |x| over finite x: the value of rank ceil(p n / 100) (1-based).
+double empiricalPercentile(std::vector<double> a, double p) {
+  std::sort(a.begin(), a.end());
+  const std::size_t rank = std::max<std::size_t>(1, std::size_t(std::ceil(p / 100.0 * double(a.size()))));
+  return a[std::min(rank, a.size()) - 1];
+}
+
+// MSE of quantizing x with s = clip / max_finite, through encode_ref/decode_ref (nearest, saturate).
+long double mseOracle(const qs::Format& f, const std::vector<float>& x, double clip) {
+  const float s = std::max(float(clip) / float(f.max_finite), FLT_MIN);
+  long double se = 0;
+  for (float v : x) {
+    const float y = v / s;
+    const uint32_t code = qs::encode_ref(f, y, qs::Rounding::Nearest, qs::Overflow::Saturate, 0);
+    const float q = static_cast<float>(qs::decode_ref(f, code)) * s;
+    const long double e = (long double)v - q;
+    se += e * e;
+  }
+  return se / (long double)x.size();
+}
+
+#define QVERIFY_NEAR(got, want, tol)                                                                        \
+  QVERIFY2(std::fabs(double(got) - double(want)) <= double(tol),                                           \
+           qPrintable(QStringLiteral("%1 = %2, expected %3 (tolerance %4)")                                  \
+                          .arg(#got)                                                                        \
+                          .arg(double(got), 0, 'g', 17)                                                     \
+                          .arg(double(want), 0, 'g', 17)                                                    \
+                          .arg(double(tol), 0, 'g', 6)))
+
+}  // namespace
+
+class tst_Observer : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void minMax_data();
+  void minMax();
+  void movingAverage_data();
+  void movingAverage();
+  void movingAverageDefaultConstant();
+  void percentileUniform_data();
+  void percentileUniform();
+  void percentileIntegers_data();
+  void percentileIntegers();
+  void percentileRebinKeepsCount_data();
+  void percentileRebinKeepsCount();
+  void percentileIgnoresNonFinite();
+  void mseSearch_data();
+  void mseSearch();
+  void mseMatchesOracle_data();
+  void mseMatchesOracle();
+  void mseSampledAndEmpty();
+  void delayedHistory();
+  void delayedAlgo_data();
+  void delayedAlgo();
+  void delayedMargin_data();
+  void delayedMargin();
+  void delayedIgnoresNonFinite();
+};
+
+// ---------------------------------------------------------------------------------------------------
+// MinMax and MovingAverageMinMax
+
+void tst_Observer::minMax_data() {
+  QTest::addColumn<int>("count");
+  QTest::addColumn<int>("size");
+  QTest::addColumn<double>("offset");
+  QTest::addColumn<bool>("specials");
+  for (int count : {1, 5})
+    for (double offset : {0.0, 3.0, -4.0, 50.0})
+      for (bool sp : {false, true})
+        QTest::newRow(qPrintable(QStringLiteral("%1 batches x 999/offset %2%3").arg(count).arg(offset).arg(sp ? "/nan+-inf" : "")))
+            << count << 999 << offset << sp;
+}
+
+// Running min and max over finite values of all batches (torch MinMaxObserver), and the qparams
+// torch derives from them: symmetric int8 on [-127, 127] is amax_scale(int8, amax); affine uint8 is
+// affine_params.
+void tst_Observer::minMax() {
+  QFETCH(int, count);
+  QFETCH(int, size);
+  QFETCH(double, offset);
+  QFETCH(bool, specials);
+  const auto data = batches(count, size, offset, kDataSeed, specials);
+  qs::MinMaxObserver obs;
+  float lo = 0, hi = 0;
+  bool seen = false;
+  for (const auto& b : data) {
+    obs.observe(b.data(), b.size());
+    float bl, bh;
+    if (!finiteRange(b, bl, bh)) continue;
+    lo = seen ? std::min(lo, bl) : bl;
+    hi = seen ? std::max(hi, bh) : bh;
+    seen = true;
+    QCOMPARE(obs.min(), double(lo));
+    QCOMPARE(obs.max(), double(hi));
+  }
+  QCOMPARE(obs.amax(), double(std::max(std::fabs(lo), std::fabs(hi))));
+  const qs::Format int8 = qs::parse_format("int8"), uint8 = qs::parse_format("uint8");
+  QCOMPARE(bitsOf(qs::amax_scale(int8, obs.amax())), bitsOf(torchSymmetricScale(lo, hi)));
+  float s = 0, ts = 0;
+  int32_t zp = -1;
+  int tzp = -2;
+  qs::affine_params(uint8, obs.min(), obs.max(), s, zp);
+  torchAffine(lo, hi, ts, tzp);
+  QCOMPARE(bitsOf(s), bitsOf(ts));
+  QCOMPARE(int(zp), tzp);
+  if (lo >= 0) QCOMPARE(int(zp), 0);      // all positive: zero point at the bottom
+  if (hi <= 0) QCOMPARE(int(zp), 255);    // all negative: at the top
+}
+
+void tst_Observer::movingAverage_data() {
+  QTest::addColumn<double>("c");
+  QTest::addColumn<int>("count");
+  QTest::addColumn<bool>("specials");
+  for (double c : {0.01, 0.3, 1.0, 0.0})
+    for (int count : {1, 2, 40})
+      for (bool sp : {false, true})
+        QTest::newRow(qPrintable(QStringLiteral("c=%1/%2 batches%3").arg(c).arg(count).arg(sp ? "/nan+-inf" : "")))
+            << c << count << sp;
+}
+
+// torch MovingAverageMinMaxObserver: the first batch sets min and max, then x += c (batch - x) for
+// each later batch with finite values; evaluated here as (1 - c) x + c batch in long double. Each
+// step rounds at most 3 times relative to max |value| and the recurrence does not amplify errors,
+// so the tolerance is 4 u max|value| per batch. The qparams follow the float32 range.
+void tst_Observer::movingAverage() {
+  QFETCH(double, c);
+  QFETCH(int, count);
+  QFETCH(bool, specials);
+  const auto data = batches(count, 500, 1.0, kDataSeed + 1, specials);
+  qs::MovingAverageMinMaxObserver obs(c);
+  long double lo = 0, hi = 0, mag = 0;
+  bool seen = false;
+  int steps = 0;
+  float firstLo = 0, firstHi = 0, lastLo = 0, lastHi = 0;
+  for (const auto& b : data) {
+    obs.observe(b.data(), b.size());
+    float bl, bh;
+    if (!finiteRange(b, bl, bh)) continue;
+    mag = std::max({mag, (long double)std::fabs(bl), (long double)std::fabs(bh)});
+    if (!seen) {
+      lo = bl, hi = bh, firstLo = bl, firstHi = bh;
+      seen = true;
+    } else {
+      lo = (1 - (long double)c) * lo + (long double)c * bl;
+      hi = (1 - (long double)c) * hi + (long double)c * bh;
+    }
+    lastLo = bl, lastHi = bh;
+    ++steps;
+    const double tol = 4 * kU * double(mag) * steps;
+    QVERIFY_NEAR(obs.min(), lo, tol);
+    QVERIFY_NEAR(obs.max(), hi, tol);
+  }
+  if (c == 0) {  // never moves from the first batch
+    QCOMPARE(obs.min(), double(firstLo));
+    QCOMPARE(obs.max(), double(firstHi));
+  }
+  if (c == 1) {  // follows the last batch exactly
+    QCOMPARE(obs.min(), double(lastLo));
+    QCOMPARE(obs.max(), double(lastHi));
+  }
+  // qparams: torch keeps min/max in float32; the scale is one float division away from it.
+  const float flo = float(lo), fhi = float(hi);
+  const float want = torchSymmetricScale(flo, fhi);
+  const float got = qs::amax_scale(qs::parse_format("int8"), obs.amax());
+  QVERIFY_NEAR(got, want, 2 * FLT_EPSILON * want);
+  float s = 0, ts = 0;
+  int32_t zp = -1;
+  int tzp = -2;
+  qs::affine_params(qs::parse_format("uint8"), obs.min(), obs.max(), s, zp);
+  torchAffine(flo, fhi, ts, tzp);
+  QVERIFY_NEAR(s, ts, 2 * FLT_EPSILON * ts);
+  QVERIFY(std::abs(int(zp) - tzp) <= 1);  // a float32 ulp of the range can move a rounding tie
+}
+
+void tst_Observer::movingAverageDefaultConstant() {
+  const auto data = batches(10, 300, -0.5, kDataSeed + 2, false);
+  qs::MovingAverageMinMaxObserver a, b(0.01);
+  for (const auto& v : data) a.observe(v.data(), v.size()), b.observe(v.data(), v.size());
+  QCOMPARE(a.min(), b.min());
+  QCOMPARE(a.max(), b.max());
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Histogram percentile
+
+void tst_Observer::percentileUniform_data() {
+  QTest::addColumn<double>("pct");
+  QTest::addColumn<int>("bins");
+  for (double p : {99.0, 50.0, 99.9, 90.0})
+    for (int bins : {2048, 300}) QTest::newRow(qPrintable(QStringLiteral("p%1/bins=%2").arg(p).arg(bins))) << p << bins;
+}
+
+// 10^6 seeded uniform [-1, 1] values in 10 batches: |x| is uniform on [0, 1], so the p-th percentile
+// is p / 100. The estimate is within one bin width (plus the half-bin shift of re-binning, as later
+// batches raise the max a little) of the sample's own percentile, and that is within 5 standard
+// deviations (sqrt(q (1 - q) / n) at density 1) of p / 100.
+void tst_Observer::percentileUniform() {
+  QFETCH(double, pct);
+  QFETCH(int, bins);
+  const int n = 1000000, batchCount = 10;
+  // The same data for every row: generated once, kept as batches and as sorted |x|.
+  static std::vector<std::vector<float>> data;
+  static std::vector<double> sorted;
+  static double top = 0;
+  if (data.empty()) {
+    Rng r{kDataSeed + 3};
+    for (int b = 0; b < batchCount; ++b) {
+      std::vector<float> v(n / batchCount);
+      for (float& x : v) x = static_cast<float>(r.uniform(-1, 1)), sorted.push_back(std::fabs(x)), top = std::max(top, double(std::fabs(x)));
+      data.push_back(std::move(v));
+    }
+    std::sort(sorted.begin(), sorted.end());
+  }
+  qs::HistogramPercentileObserver obs(pct, bins);
+  for (const auto& v : data) obs.observe(v.data(), v.size());
+  QCOMPARE(obs.count(), uint64_t(n));
+  const double width = top / bins;
+  const double emp = empiricalPercentile(sorted, pct);
+  QVERIFY_NEAR(obs.amax(), emp, 1.5 * width + 1.0 / n);
+  const double q = pct / 100, sd = std::sqrt(q * (1 - q) / n);
+  QVERIFY_NEAR(obs.amax(), q, 1.5 * width + kSigmas * sd);
+  QCOMPARE(obs.max(), obs.amax());
+  QCOMPARE(obs.min(), -obs.amax());
+}
+
+void tst_Observer::percentileIntegers_data() {
+  QTest::addColumn<double>("pct");
+  QTest::addColumn<double>("expected");  // value of rank ceil(p n / 100) among 1..1000
+  QTest::newRow("p99") << 99.0 << 990.0;
+  QTest::newRow("p50") << 50.0 << 500.0;
+  QTest::newRow("p99.95") << 99.95 << 1000.0;
+  QTest::newRow("p100") << 100.0 << 1000.0;
+  QTest::newRow("p10") << 10.0 << 100.0;
+}
+
+// The integers 1..1000 (signs alternating, shuffled by a seeded permutation) in one batch: the
+// percentile is the integer of that rank, within one bin width (1000 / 2048).
+void tst_Observer::percentileIntegers() {
+  QFETCH(double, pct);
+  QFETCH(double, expected);
+  std::vector<float> v;
+  for (int i = 1; i <= 1000; ++i) v.push_back(float((i % 2) ? i : -i));
+  Rng r{kDataSeed + 4};
+  for (std::size_t i = v.size() - 1; i > 0; --i) std::swap(v[i], v[r.next() % (i + 1)]);
+  qs::HistogramPercentileObserver obs(pct, 2048);
+  obs.observe(v.data(), v.size());
+  QCOMPARE(obs.count(), uint64_t(1000));
+  std::vector<double> a;
+  for (float x : v) a.push_back(std::fabs(x));
+  QCOMPARE(empiricalPercentile(a, pct), expected);
+  QVERIFY_NEAR(obs.amax(), expected, 1000.0 / 2048);
+  if (pct == 100) QVERIFY_NEAR(obs.amax(), 1000.0, 1000.0 * 4 * kU);
+}
+
+void tst_Observer::percentileRebinKeepsCount_data() {
+  QTest::addColumn<double>("pct");
+  QTest::addColumn<QList<double>>("amplitudes");
+  for (double p : {40.0, 90.0, 99.0}) {
+    QTest::newRow(qPrintable(QStringLiteral("p%1/amplitudes 1,10").arg(p))) << p << QList<double>{1, 10};
+    QTest::newRow(qPrintable(QStringLiteral("p%1/amplitudes 1,2,4,8").arg(p))) << p << QList<double>{1, 2, 4, 8};
+    QTest::newRow(qPrintable(QStringLiteral("p%1/amplitudes 3,1,7").arg(p))) << p << QList<double>{3, 1, 7};
+  }
+}
+
+// Later batches with a larger max re-bin the histogram: the total count is kept, and the estimate
+// stays within the widths of every histogram it went through (each re-bin moves a count by at most
+// half an old bin plus one new bin) of the sample's own percentile.
+void tst_Observer::percentileRebinKeepsCount() {
+  QFETCH(double, pct);
+  QFETCH(QList<double>, amplitudes);
+  const int bins = 2048, perBatch = 100000;
+  Rng r{kDataSeed + 5};
+  qs::HistogramPercentileObserver obs(pct, bins);
+  std::vector<double> all;
+  double top = 0, widths = 0;
+  uint64_t expectCount = 0;
+  for (double amp : amplitudes) {
+    std::vector<float> v(perBatch);
+    double bmax = 0;
+    for (float& x : v) x = static_cast<float>(r.uniform(-amp, amp)), all.push_back(std::fabs(x)), bmax = std::max(bmax, double(std::fabs(x)));
+    if (bmax > top) top = bmax, widths += top / bins;
+    obs.observe(v.data(), v.size());
+    expectCount += v.size();
+    QCOMPARE(obs.count(), expectCount);
+  }
+  QVERIFY_NEAR(obs.amax(), empiricalPercentile(all, pct), 1.5 * widths + top / bins);
+}
+
+// NaN and +-inf are ignored: the same data with them added gives the same histogram.
+void tst_Observer::percentileIgnoresNonFinite() {
+  Rng r{kDataSeed + 6};
+  std::vector<float> v(5000);
+  for (float& x : v) x = static_cast<float>(r.normal());
+  std::vector<float> w = v;
+  w.insert(w.begin() + 10, kNaN);
+  w.insert(w.begin() + 100, kInf);
+  w.push_back(-kInf);
+  qs::HistogramPercentileObserver a(99.0), b(99.0);
+  a.observe(v.data(), v.size());
+  b.observe(w.data(), w.size());
+  const float only[] = {kNaN, kInf, -kInf};
+  b.observe(only, 3);
+  QCOMPARE(b.count(), a.count());
+  QCOMPARE(b.amax(), a.amax());
+  QVERIFY(std::isfinite(b.amax()));
+  // Nothing finite yet: 0.
+  qs::HistogramPercentileObserver c(99.0);
+  c.observe(only, 3);
+  QCOMPARE(c.count(), uint64_t(0));
+  QCOMPARE(c.amax(), 0.0);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// MSE clipping search
+
+void tst_Observer::mseSearch_data() {
+  QTest::addColumn<QString>("spec");
+  QTest::addColumn<double>("outlier");  // 0: none
+  for (const char* spec : {"int4", "int8", "e4m3fn", "e2m1fn", "e5m2"})
+    for (double o : {0.0, 100.0})
+      QTest::newRow(qPrintable(QStringLiteral("%1/laplace%2").arg(spec, o ? "+outlier 100" : ""))) << QString(spec) << o;
+}
+
+// Laplace(1) data (3 * 10^4 values, seeded) and an optional outlier: the chosen clip is in (0, amax], its
+// MSE is no larger than at amax and at amax / 2; for int4 with the outlier, it is far below the
+// outlier (the optimum for Laplace data at 4 bits is a few scale units, not 100).
+void tst_Observer::mseSearch() {
+  QFETCH(QString, spec);
+  QFETCH(double, outlier);
+  const qs::Format f = qs::parse_format(spec.toStdString());
+  Rng r{kDataSeed + 7};
+  std::vector<float> x(30000);
+  for (float& v : x) v = static_cast<float>(r.laplace());
+  if (outlier > 0) x[777] = float(outlier);
+  double amax = 0;
+  for (float v : x) amax = std::max(amax, double(std::fabs(v)));
+  qs::MseObserver obs(f);
+  obs.observe(x.data(), x.size() / 2);
+  obs.observe(x.data() + x.size() / 2, x.size() - x.size() / 2);
+  const double c = obs.amax();
+  QVERIFY2(c > 0 && c <= amax, qPrintable(QStringLiteral("clip %1, amax %2").arg(c).arg(amax)));
+  QVERIFY(obs.mse_at(c) <= obs.mse_at(amax));
+  QVERIFY(obs.mse_at(c) <= obs.mse_at(0.5 * amax));
+  QCOMPARE(obs.max(), c);
+  QCOMPARE(obs.min(), -c);
+  // The same holds for the oracle's MSE (to its rounding).
+  const long double mc = mseOracle(f, x, c), ma = mseOracle(f, x, amax);
+  QVERIFY(mc <= ma * (1 + 1e-12L));
+  if (spec == "int4" && outlier > 0) {
+    QVERIFY2(c < 0.2 * outlier, qPrintable(QStringLiteral("int4 clip %1 with an outlier at %2").arg(c).arg(outlier)));
+    QVERIFY(mc < 0.5L * ma);
+  }
+}
+
+void tst_Observer::mseMatchesOracle_data() {
+  QTest::addColumn<QString>("spec");
+  QTest::addColumn<double>("fraction");  // clip = fraction * amax
+  for (const char* spec : {"int4", "int8", "e4m3fn", "e2m1fn"})
+    for (double fr : {1.0, 0.5, 0.137, 0.01})
+      QTest::newRow(qPrintable(QStringLiteral("%1/clip=%2*amax").arg(spec).arg(fr))) << QString(spec) << fr;
+}
+
+// mse_at(clip) is the MSE of quantizing the observed values with s = clip / max_finite (all of them:
+// the sample is larger than the data), against encode_ref/decode_ref, within the double summation error.
+void tst_Observer::mseMatchesOracle() {
+  QFETCH(QString, spec);
+  QFETCH(double, fraction);
+  const qs::Format f = qs::parse_format(spec.toStdString());
+  Rng r{kDataSeed + 8};
+  std::vector<float> x(20000);
+  double amax = 0;
+  for (float& v : x) v = static_cast<float>(r.laplace() * 3), amax = std::max(amax, double(std::fabs(v)));
+  qs::MseObserver obs(f);
+  obs.observe(x.data(), x.size());
+  const double clip = fraction * amax;
+  const long double want = mseOracle(f, x, clip);
+  QVERIFY_NEAR(obs.mse_at(clip), want, (double(x.size()) + 3) * kU * 2 * double(want));
+}
+
+// A reservoir smaller than the data still gives a clip in (0, amax], deterministically for a seed;
+// no data or only zeros give 0.
+void tst_Observer::mseSampledAndEmpty() {
+  const qs::Format f = qs::parse_format("int8");
+  Rng r{kDataSeed + 9};
+  std::vector<float> x(50000);
+  double amax = 0;
+  for (float& v : x) v = static_cast<float>(r.normal()), amax = std::max(amax, double(std::fabs(v)));
+  x[1234] = kNaN;
+  x[4321] = kInf;
+  qs::MseObserver a(f, 1000, 42), b(f, 1000, 42);
+  a.observe(x.data(), x.size());
+  b.observe(x.data(), x.size());
+  QVERIFY(a.amax() > 0 && a.amax() <= amax);
+  QCOMPARE(a.amax(), b.amax());
+  qs::MseObserver empty(f), zeros(f);
+  QCOMPARE(empty.amax(), 0.0);
+  const std::vector<float> z(100, 0.0f);
+  zeros.observe(z.data(), z.size());
+  QCOMPARE(zeros.amax(), 0.0);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Delayed scaling
+
+// The history keeps the last `length` amaxes, oldest first.
+void tst_Observer::delayedHistory() {
+  qs::DelayedScaling d(4);
+  const double seq[] = {5, 1, 9, 2, 3, 4};
+  for (double v : seq) d.push(v);
+  QCOMPARE(d.history(), (std::deque<double>{9, 2, 3, 4}));
+  d.push(1);
+  QCOMPARE(d.history(), (std::deque<double>{2, 3, 4, 1}));
+  QCOMPARE(d.history_amax(), 4.0);
+  qs::DelayedScaling one(1);
+  for (double v : seq) one.push(v);
+  QCOMPARE(one.history(), (std::deque<double>{4}));
+  qs::DelayedScaling empty(16);
+  QCOMPARE(empty.history_amax(), 0.0);
+  QCOMPARE(empty.scale(qs::parse_format("e4m3fn")), 1.0f);  // amax 0: scale 1
+}
+
+void tst_Observer::delayedAlgo_data() {
+  QTest::addColumn<int>("length");
+  QTest::addColumn<bool>("mostRecent");
+  QTest::addColumn<double>("expected");
+  // Pushed: 5, 1, 9, 2, 3, 4.
+  QTest::newRow("max/len 16") << 16 << false << 9.0;
+  QTest::newRow("max/len 4") << 4 << false << 9.0;
+  QTest::newRow("max/len 3 (9 dropped)") << 3 << false << 4.0;
+  QTest::newRow("most recent/len 16") << 16 << true << 4.0;
+  QTest::newRow("most recent/len 1") << 1 << true << 4.0;
+  QTest::newRow("max/len 1") << 1 << false << 4.0;
+}
+
+void tst_Observer::delayedAlgo() {
+  QFETCH(int, length);
+  QFETCH(bool, mostRecent);
+  QFETCH(double, expected);
+  qs::DelayedScaling d(length, mostRecent ? qs::DelayedScaling::Algo::MostRecent : qs::DelayedScaling::Algo::Max);
+  for (double v : {5.0, 1.0, 9.0, 2.0, 3.0, 4.0}) d.push(v);
+  QCOMPARE(d.history_amax(), expected);
+}
+
+void tst_Observer::delayedMargin_data() {
+  QTest::addColumn<QString>("spec");
+  QTest::addColumn<int>("margin");
+  for (const char* spec : {"e4m3fn", "e5m2", "int8"})
+    for (int m : {0, 1, 2, -1}) QTest::newRow(qPrintable(QStringLiteral("%1/margin %2").arg(spec).arg(m))) << QString(spec) << m;
+}
+
+// s = amax_h 2^margin / max_finite (to float32 rounding of the division); each unit of margin doubles it.
+void tst_Observer::delayedMargin() {
+  QFETCH(QString, spec);
+  QFETCH(int, margin);
+  const qs::Format f = qs::parse_format(spec.toStdString());
+  qs::DelayedScaling d(8, qs::DelayedScaling::Algo::Max, margin), d0(8, qs::DelayedScaling::Algo::Max, 0);
+  Rng r{kDataSeed + 10};
+  double hmax = 0;
+  for (int i = 0; i < 12; ++i) {
+    const double a = 10 * r.open01();
+    d.push(a), d0.push(a);
+    if (i >= 12 - 8) hmax = std::max(hmax, a);  // the last 8 stay in the history
+  }
+  QCOMPARE(d.history_amax(), hmax);
+  const long double want = (long double)hmax * std::ldexp(1.0L, margin) / (long double)f.max_finite;
+  QVERIFY_NEAR(d.scale(f), want, 1.5 * FLT_EPSILON * double(want));
+  QCOMPARE(bitsOf(d.scale(f)), bitsOf(std::ldexp(d0.scale(f), margin)));
+}
+
+// An inf or NaN amax (an overflowed step) is not pushed.
+void tst_Observer::delayedIgnoresNonFinite() {
+  qs::DelayedScaling d(4);
+  d.push(2.0);
+  d.push(std::numeric_limits<double>::infinity());
+  d.push(std::numeric_limits<double>::quiet_NaN());
+  d.push(-std::numeric_limits<double>::infinity());
+  d.push(3.0);
+  QCOMPARE(d.history(), (std::deque<double>{2.0, 3.0}));
+  QCOMPARE(d.history_amax(), 3.0);
+  QVERIFY(std::isfinite(d.scale(qs::parse_format("e4m3fn"))));
+}
+
+QTEST_APPLESS_MAIN(tst_Observer)
+#include "tst_observer.moc"

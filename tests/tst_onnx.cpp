@@ -1,0 +1,818 @@
+// Tests for the .onnx reader (core/io/onnx_file.cpp): fixtures built with the reader's own schema
+// (onnx_min.pb.h) for raw_data and typed fields of every dtype, Constant nodes, If/Loop subgraph naming,
+// external data inside and outside the model's folder, and malformed files as data rows.
+// Run: cmake --build build --target tst_onnx && QT_QPA_PLATFORM=offscreen build/tests/tst_onnx
+// Real models (optional): QS_ONNX_MODELS=/path/to/folder/with/onnx/files build/tests/tst_onnx realModels
+// Fuzz seeds: QS_ONNX_FUZZ_CORPUS=tests/fuzz/corpus/onnx build/tests/tst_onnx writeFuzzCorpus
+#include "io/tensor_file.h"
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <bit>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <optional>
+
+#ifdef QS_HAVE_PROTOBUF
+#include "onnx_min.pb.h"
+#endif
+
+Q_DECLARE_METATYPE(qs::DType)
+
+namespace {
+
+QStringList names(const qs::TensorFile& f) {
+  QStringList out;
+  for (const auto& t : f.tensors()) out << QString::fromStdString(t.name);
+  return out;
+}
+
+QByteArray bytesOf(const qs::TensorFile& f, std::size_t i) {
+  const qs::TensorBytes b = f.read(i);
+  return QByteArray(reinterpret_cast<const char*>(b.data), qsizetype(b.size));
+}
+
+int indexOf(const qs::TensorFile& f, const QString& name) { return int(names(f).indexOf(name)); }
+
+// Deterministic, non-trivial bytes (a failing row name reproduces its input exactly).
+QByteArray patternBytes(qsizetype n, unsigned seed = 7) {
+  QByteArray b(n, Qt::Uninitialized);
+  uint32_t s = seed * 2654435761u + 1;
+  for (qsizetype i = 0; i < n; ++i) {
+    s = s * 1664525u + 1013904223u;
+    b[i] = char(s >> 24);
+  }
+  return b;
+}
+
+template <typename T>
+QByteArray le(std::initializer_list<T> values) {
+  QByteArray out;
+  for (T v : values) out.append(reinterpret_cast<const char*>(&v), sizeof v);
+  return out;
+}
+
+#ifdef QS_HAVE_PROTOBUF
+using qs_onnx::TensorProto;
+
+// ONNX data_type numbers, spelled out (they are file-format facts, not the schema's business).
+int onnxType(qs::DType t) {
+  switch (t) {
+    case qs::DType::F32: return 1;
+    case qs::DType::U8: return 2;
+    case qs::DType::I8: return 3;
+    case qs::DType::U16: return 4;
+    case qs::DType::I16: return 5;
+    case qs::DType::I32: return 6;
+    case qs::DType::I64: return 7;
+    case qs::DType::Bool: return 9;
+    case qs::DType::F16: return 10;
+    case qs::DType::F64: return 11;
+    case qs::DType::U32: return 12;
+    case qs::DType::U64: return 13;
+    case qs::DType::BF16: return 16;
+    case qs::DType::F8E4M3: return 17;
+    case qs::DType::F8E5M2: return 19;
+  }
+  return 0;
+}
+
+void setTensor(TensorProto* t, const std::string& name, int dataType, std::vector<int64_t> dims) {
+  t->set_name(name);
+  t->set_data_type(dataType);
+  for (int64_t d : dims) t->add_dims(d);
+}
+
+TensorProto* addRaw(qs_onnx::GraphProto* g, const std::string& name, qs::DType dt, std::vector<int64_t> dims,
+                    const QByteArray& raw) {
+  TensorProto* t = g->add_initializer();
+  setTensor(t, name, onnxType(dt), std::move(dims));
+  t->set_raw_data(raw.constData(), std::size_t(raw.size()));
+  return t;
+}
+
+qs_onnx::NodeProto* addConstant(qs_onnx::GraphProto* g, const std::string& nodeName, const std::string& output,
+                                const std::string& tensorName, const QByteArray& f32raw) {
+  auto* n = g->add_node();
+  n->set_op_type("Constant");
+  n->set_name(nodeName);
+  n->add_output(output);
+  auto* a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(qs_onnx::AttributeProto::TENSOR);
+  setTensor(a->mutable_t(), tensorName, 1, {qsizetype(f32raw.size() / 4)});
+  a->mutable_t()->set_raw_data(f32raw.constData(), std::size_t(f32raw.size()));
+  return n;
+}
+
+qs_onnx::GraphProto* addSubgraph(qs_onnx::NodeProto* n, const std::string& attr) {
+  auto* a = n->add_attribute();
+  a->set_name(attr);
+  a->set_type(qs_onnx::AttributeProto::GRAPH);
+  a->mutable_g()->set_name(attr);
+  return a->mutable_g();
+}
+
+QString writeModel(const QString& path, const qs_onnx::ModelProto& m) {
+  std::string s;
+  if (!m.SerializeToString(&s)) qFatal("serialize failed");
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly) || f.write(s.data(), qint64(s.size())) != qint64(s.size()))
+    qFatal("cannot write %s", qPrintable(path));
+  return path;
+}
+
+qs_onnx::ModelProto newModel() {
+  qs_onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.set_producer_name("tst_onnx");
+  m.mutable_graph()->set_name("main");
+  return m;
+}
+
+void addExternal(TensorProto* t, const std::string& location, std::optional<uint64_t> offset = {},
+                 std::optional<uint64_t> length = {}) {
+  t->clear_raw_data();
+  t->set_data_location(TensorProto::EXTERNAL);
+  auto add = [&](const char* k, const std::string& v) {
+    auto* e = t->add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  };
+  add("location", location);
+  if (offset) add("offset", std::to_string(*offset));
+  if (length) add("length", std::to_string(*length));
+}
+#endif
+
+// The error must be one line naming the file (and the tensor where there is one).
+void checkError(const std::function<void()>& fn, const QString& path, const QStringList& mustContain) {
+  try {
+    fn();
+    QFAIL(qPrintable("no error; expected one containing: " + mustContain.join(" ... ")));
+  } catch (const qs::IoError& e) {
+    const QString msg = QString::fromStdString(e.what());
+    QVERIFY2(!msg.contains('\n'), qPrintable(msg));
+    QVERIFY2(msg.startsWith(path + ": "), qPrintable(msg));
+    for (const QString& part : mustContain)
+      QVERIFY2(msg.contains(part), qPrintable(msg + "  (expected: " + part + ")"));
+  }
+}
+
+}  // namespace
+
+class tst_Onnx : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void init();
+  void rawDataEveryDtype_data();
+  void rawDataEveryDtype();
+  void typedFieldsEveryDtype_data();
+  void typedFieldsEveryDtype();
+  void constantNodes();
+  void subgraphNamesAreUnique();
+  void skippedTypesAreNotListed();
+  void duplicateNamesStayReachable();
+  void manyDuplicateNamesStayFast();
+  void externalData();
+  void externalDataRefused_data();
+  void externalDataRefused();
+  void badInput_data();
+  void badInput();
+  void over2GiB();
+  void realModels();
+  void writeFuzzCorpus();
+
+ private:
+  QTemporaryDir dir_;
+};
+
+void tst_Onnx::init() {
+#ifndef QS_HAVE_PROTOBUF
+  QSKIP("this build has no .onnx reader (libprotobuf-dev / protobuf-compiler not found)");
+#else
+  QVERIFY(dir_.isValid());
+#endif
+}
+
+void tst_Onnx::rawDataEveryDtype_data() {
+  QTest::addColumn<qs::DType>("dtype");
+  using D = qs::DType;
+  for (D d : {D::F32, D::F64, D::F16, D::BF16, D::I8, D::U8, D::I16, D::U16, D::I32, D::U32, D::I64, D::U64,
+              D::F8E4M3, D::F8E5M2, D::Bool})
+    QTest::newRow(qs::to_string(d)) << d;
+}
+
+void tst_Onnx::rawDataEveryDtype() {
+#ifdef QS_HAVE_PROTOBUF
+  QFETCH(qs::DType, dtype);
+  const std::vector<int64_t> dims{2, 3, 5};
+  QByteArray raw = patternBytes(qsizetype(30 * qs::dtype_size(dtype)), unsigned(dtype) + 1);
+  if (dtype == qs::DType::Bool)
+    for (char& c : raw) c = char(uint8_t(c) & 1);
+  auto m = newModel();
+  addRaw(m.mutable_graph(), "w", dtype, dims, raw);
+  addRaw(m.mutable_graph(), "scalar", dtype, {}, raw.left(qsizetype(qs::dtype_size(dtype))));
+  addRaw(m.mutable_graph(), "empty", dtype, {4, 0, 3}, {});
+  const QString path = writeModel(dir_.filePath("raw.onnx"), m);
+
+  auto f = qs::open_onnx_file(path.toStdString());
+  QCOMPARE(f->kind(), std::string("onnx"));
+  QCOMPARE(names(*f), QStringList({"w", "scalar", "empty"}));
+  QCOMPARE(f->tensors()[0].dtype, dtype);
+  QCOMPARE(f->tensors()[0].shape, dims);
+  QCOMPARE(f->tensors()[1].shape, std::vector<int64_t>{});
+  QCOMPARE(f->tensors()[1].numel(), std::size_t(1));
+  QCOMPARE(f->tensors()[2].numel(), std::size_t(0));
+  QCOMPARE(bytesOf(*f, 0), raw);
+  QCOMPARE(bytesOf(*f, 1), raw.left(qsizetype(qs::dtype_size(dtype))));
+  QCOMPARE(f->read(2).size, std::size_t(0));
+  // The bytes outlive the file object (the owner keeps the parsed model alive).
+  const qs::TensorBytes b = f->read(0);
+  f.reset();
+  QCOMPARE(QByteArray(reinterpret_cast<const char*>(b.data), qsizetype(b.size)), raw);
+#endif
+}
+
+void tst_Onnx::typedFieldsEveryDtype_data() {
+  // Each row fills the typed field that onnx.proto assigns to the dtype and gives the little-endian
+  // bytes the reader must produce, and the exact values those bytes decode to.
+  QTest::addColumn<qs::DType>("dtype");
+  QTest::addColumn<QByteArray>("expected");
+  QTest::addColumn<QList<double>>("values");
+  using D = qs::DType;
+  const double inf = std::numeric_limits<double>::infinity();
+  QTest::newRow("float32/float_data") << D::F32 << le<float>({1.5f, -2.0f, 3.0e38f, float(inf), 1e-45f})
+                                      << QList<double>{1.5, -2.0, double(3.0e38f), inf, double(1e-45f)};
+  QTest::newRow("float64/double_data") << D::F64 << le<double>({0.1, -1e308, 5e-324})
+                                       << QList<double>{0.1, -1e308, 5e-324};
+  QTest::newRow("int64/int64_data") << D::I64 << le<int64_t>({-1, 1ll << 40, -(1ll << 52)})
+                                    << QList<double>{-1, double(1ll << 40), -double(1ll << 52)};
+  QTest::newRow("uint64/uint64_data") << D::U64 << le<uint64_t>({0, 1ull << 63, 12345})
+                                      << QList<double>{0, double(1ull << 63), 12345};
+  QTest::newRow("uint32/uint64_data") << D::U32 << le<uint32_t>({4294967295u, 7}) << QList<double>{4294967295.0, 7};
+  QTest::newRow("int32/int32_data") << D::I32 << le<int32_t>({-7, std::numeric_limits<int32_t>::min(), 99})
+                                    << QList<double>{-7, -2147483648.0, 99};
+  QTest::newRow("int16/int32_data") << D::I16 << le<int16_t>({-2, 32767, -32768}) << QList<double>{-2, 32767, -32768};
+  QTest::newRow("uint16/int32_data") << D::U16 << le<uint16_t>({65535, 0, 1}) << QList<double>{65535, 0, 1};
+  QTest::newRow("int8/int32_data") << D::I8 << le<int8_t>({-128, 127, -1}) << QList<double>{-128, 127, -1};
+  QTest::newRow("uint8/int32_data") << D::U8 << le<uint8_t>({255, 0, 17}) << QList<double>{255, 0, 17};
+  QTest::newRow("bool/int32_data") << D::Bool << le<uint8_t>({0, 1, 1}) << QList<double>{0, 1, 1};
+  // float16 bits: 1.0, -2.0, 65504 (max), 2^-24 (min subnormal)
+  QTest::newRow("float16/int32_data") << D::F16 << le<uint16_t>({0x3C00, 0xC000, 0x7BFF, 0x0001})
+                                      << QList<double>{1.0, -2.0, 65504.0, std::ldexp(1.0, -24)};
+  // bfloat16 bits: 1.0, -3.0, max finite
+  QTest::newRow("bfloat16/int32_data") << D::BF16 << le<uint16_t>({0x3F80, 0xC040, 0x7F7F})
+                                       << QList<double>{1.0, -3.0, double(std::bit_cast<float>(0x7F7F0000u))};
+  // e4m3fn: 448 (max), -2^-9 (min subnormal), 1.0
+  QTest::newRow("float8_e4m3fn/int32_data") << D::F8E4M3 << le<uint8_t>({0x7E, 0x81, 0x38})
+                                            << QList<double>{448.0, -std::ldexp(1.0, -9), 1.0};
+  // e5m2: 57344 (max), -inf, 2^-16 (min subnormal)
+  QTest::newRow("float8_e5m2/int32_data") << D::F8E5M2 << le<uint8_t>({0x7B, 0xFC, 0x01})
+                                          << QList<double>{57344.0, -inf, std::ldexp(1.0, -16)};
+}
+
+void tst_Onnx::typedFieldsEveryDtype() {
+#ifdef QS_HAVE_PROTOBUF
+  QFETCH(qs::DType, dtype);
+  QFETCH(QByteArray, expected);
+  QFETCH(QList<double>, values);
+  const std::size_t n = std::size_t(values.size());
+  auto m = newModel();
+  TensorProto* t = m.mutable_graph()->add_initializer();
+  setTensor(t, "typed", onnxType(dtype), {int64_t(n)});
+  const auto* p = expected.constData();
+  for (std::size_t i = 0; i < n; ++i) {
+    auto at = [&](auto tag) {
+      decltype(tag) v;
+      std::memcpy(&v, p + i * sizeof v, sizeof v);
+      return v;
+    };
+    switch (dtype) {
+      case qs::DType::F32: t->add_float_data(at(float{})); break;
+      case qs::DType::F64: t->add_double_data(at(double{})); break;
+      case qs::DType::I64: t->add_int64_data(at(int64_t{})); break;
+      case qs::DType::U64: t->add_uint64_data(at(uint64_t{})); break;
+      case qs::DType::U32: t->add_uint64_data(at(uint32_t{})); break;
+      case qs::DType::I32: t->add_int32_data(at(int32_t{})); break;
+      // Integers go in as values (sign-extended), bit patterns as unsigned, as onnx.helper writes them.
+      case qs::DType::I16: t->add_int32_data(at(int16_t{})); break;
+      case qs::DType::I8: t->add_int32_data(at(int8_t{})); break;
+      case qs::DType::U16: case qs::DType::F16: case qs::DType::BF16: t->add_int32_data(at(uint16_t{})); break;
+      case qs::DType::U8: case qs::DType::F8E4M3: case qs::DType::F8E5M2: t->add_int32_data(at(uint8_t{})); break;
+      case qs::DType::Bool: t->add_int32_data(i == 2 ? 5 : at(uint8_t{})); break;  // any non-zero is true
+    }
+  }
+  const QString path = writeModel(dir_.filePath("typed.onnx"), m);
+  auto f = qs::open_onnx_file(path.toStdString());
+  QCOMPARE(f->tensors().size(), std::size_t(1));
+  QCOMPARE(f->tensors()[0].dtype, dtype);
+  QCOMPARE(bytesOf(*f, 0), expected);
+  const qs::TensorBytes b = f->read(0);
+  std::vector<double> got(n);
+  qs::convert_to_f64(dtype, b.data, n, got.data());
+  for (std::size_t i = 0; i < n; ++i)
+    QVERIFY2(got[i] == values[qsizetype(i)] || (std::isnan(got[i]) && std::isnan(values[qsizetype(i)])),
+             qPrintable(QString("element %1: %2 != %3").arg(i).arg(got[i]).arg(values[qsizetype(i)])));
+#endif
+}
+
+void tst_Onnx::constantNodes() {
+#ifdef QS_HAVE_PROTOBUF
+  auto m = newModel();
+  auto* g = m.mutable_graph();
+  addRaw(g, "init", qs::DType::F32, {1}, le<float>({0.5f}));
+  addConstant(g, "const_a", "out_a", "named_tensor", le<float>({1, 2}));
+  addConstant(g, "const_b", "out_b", "", le<float>({3, 4, 5}));      // named by its output
+  addConstant(g, "", "out_c", "", le<float>({6}));                    // no node name either
+  // Not Constant: a tensor attribute of another op is not a model constant.
+  auto* other = g->add_node();
+  other->set_op_type("ConstantOfShape");
+  other->add_output("zeros");
+  auto* a = other->add_attribute();
+  a->set_name("value");
+  setTensor(a->mutable_t(), "fill", 1, {1});
+  a->mutable_t()->add_float_data(0);
+  // A Constant with a scalar attribute instead of a tensor is not listed either.
+  auto* scalar = g->add_node();
+  scalar->set_op_type("Constant");
+  scalar->add_output("s");
+  auto* sa = scalar->add_attribute();
+  sa->set_name("value_float");
+  sa->set_f(2.5f);
+  const QString path = writeModel(dir_.filePath("const.onnx"), m);
+
+  auto f = qs::open_onnx_file(path.toStdString());
+  QCOMPARE(names(*f), QStringList({"init", "named_tensor", "out_b", "out_c"}));
+  QCOMPARE(bytesOf(*f, 1), le<float>({1, 2}));
+  QCOMPARE(bytesOf(*f, 2), le<float>({3, 4, 5}));
+  QCOMPARE(f->tensors()[2].shape, std::vector<int64_t>{3});
+  QCOMPARE(bytesOf(*f, 3), le<float>({6}));
+#endif
+}
+
+void tst_Onnx::subgraphNamesAreUnique() {
+#ifdef QS_HAVE_PROTOBUF
+  // main: initializer "w"; If "cond" whose then and else branches both hold "w" and a Constant "k";
+  // the then branch holds a Loop "loop" whose body holds "w" again and an If "inner" nested once more.
+  auto m = newModel();
+  auto* g = m.mutable_graph();
+  addRaw(g, "w", qs::DType::F32, {1}, le<float>({0}));
+  auto* ifNode = g->add_node();
+  ifNode->set_op_type("If");
+  ifNode->set_name("cond");
+  ifNode->add_input("c");
+  ifNode->add_output("y");
+  auto* thenG = addSubgraph(ifNode, "then_branch");
+  auto* elseG = addSubgraph(ifNode, "else_branch");
+  addRaw(thenG, "w", qs::DType::F32, {1}, le<float>({1}));
+  addConstant(thenG, "kc", "k_out", "k", le<float>({11}));
+  addRaw(elseG, "w", qs::DType::F32, {1}, le<float>({2}));
+  addConstant(elseG, "kc", "k_out", "k", le<float>({12}));
+  auto* loop = thenG->add_node();
+  loop->set_op_type("Loop");
+  loop->set_name("loop");
+  auto* body = addSubgraph(loop, "body");
+  addRaw(body, "w", qs::DType::F32, {1}, le<float>({3}));
+  auto* inner = body->add_node();
+  inner->set_op_type("If");
+  inner->add_output("inner_y");  // no node name: labelled by its first output
+  addRaw(addSubgraph(inner, "then_branch"), "w", qs::DType::F32, {1}, le<float>({4}));
+  // GRAPHS (a list of graphs) gets an index per graph.
+  auto* multi = g->add_node();
+  multi->set_op_type("Custom");
+  multi->set_name("multi");
+  auto* ga = multi->add_attribute();
+  ga->set_name("graphs");
+  ga->set_type(qs_onnx::AttributeProto::GRAPHS);
+  addRaw(ga->add_graphs(), "w", qs::DType::F32, {1}, le<float>({5}));
+  addRaw(ga->add_graphs(), "w", qs::DType::F32, {1}, le<float>({6}));
+  // 30 nested Ifs (90 message levels) are within protobuf's limit and keep the whole path.
+  qs_onnx::GraphProto* level = g;
+  std::string deepName;
+  for (int i = 0; i < 30; ++i) {
+    auto* n = level->add_node();
+    n->set_op_type("If");
+    n->set_name("d" + std::to_string(i));
+    level = addSubgraph(n, "then_branch");
+    deepName += "d" + std::to_string(i) + "/then_branch/";
+  }
+  addRaw(level, "w", qs::DType::F32, {1}, le<float>({7}));
+  const QString path = writeModel(dir_.filePath("if.onnx"), m);
+
+  auto f = qs::open_onnx_file(path.toStdString());
+  const QStringList expected{"w",
+                             "cond/then_branch/w",
+                             "cond/then_branch/k",
+                             "cond/then_branch/loop/body/w",
+                             "cond/then_branch/loop/body/inner_y/then_branch/w",
+                             "cond/else_branch/w",
+                             "cond/else_branch/k",
+                             "multi/graphs[0]/w",
+                             "multi/graphs[1]/w",
+                             QString::fromStdString(deepName + "w")};
+  QCOMPARE(names(*f), expected);
+  const QList<float> values{0, 1, 11, 3, 4, 2, 12, 5, 6, 7};
+  for (int i = 0; i < expected.size(); ++i) QCOMPARE(bytesOf(*f, std::size_t(i)), le<float>({values[i]}));
+#endif
+}
+
+void tst_Onnx::skippedTypesAreNotListed() {
+#ifdef QS_HAVE_PROTOBUF
+  auto m = newModel();
+  auto* g = m.mutable_graph();
+  TensorProto* s = g->add_initializer();
+  setTensor(s, "labels", 8 /* STRING */, {2});
+  s->add_string_data("cat");
+  s->add_string_data("dog");
+  TensorProto* c = g->add_initializer();
+  setTensor(c, "complex", 14 /* COMPLEX64 */, {1});
+  c->add_float_data(1);
+  c->add_float_data(2);
+  TensorProto* q = g->add_initializer();
+  setTensor(q, "int4", 22 /* INT4 */, {2});
+  q->set_raw_data(std::string(1, '\x21'));
+  addRaw(g, "kept", qs::DType::F16, {1}, le<uint16_t>({0x3C00}));
+  const QString path = writeModel(dir_.filePath("skip.onnx"), m);
+  auto f = qs::open_onnx_file(path.toStdString());
+  QCOMPARE(names(*f), QStringList({"kept"}));
+#endif
+}
+
+void tst_Onnx::duplicateNamesStayReachable() {
+#ifdef QS_HAVE_PROTOBUF
+  // The ONNX checker refuses repeated initializer names; the reader keeps both, renamed apart.
+  auto m = newModel();
+  auto* g = m.mutable_graph();
+  addRaw(g, "w", qs::DType::F32, {1}, le<float>({1}));
+  addRaw(g, "w", qs::DType::F32, {1}, le<float>({2}));
+  addRaw(g, "w#2", qs::DType::F32, {1}, le<float>({3}));
+  const QString path = writeModel(dir_.filePath("dup.onnx"), m);
+  auto f = qs::open_onnx_file(path.toStdString());
+  const QStringList n = names(*f);
+  QCOMPARE(n.size(), 3);
+  QCOMPARE(QSet<QString>(n.begin(), n.end()).size(), 3);
+  QCOMPARE(n[0], QString("w"));
+  QCOMPARE(bytesOf(*f, 1), le<float>({2}));
+#endif
+}
+
+void tst_Onnx::manyDuplicateNamesStayFast() {
+#ifdef QS_HAVE_PROTOBUF
+  // 20000 initializers all named "w" (a crafted file): suffixes are handed out in order, not searched
+  // from #2 each time, so opening stays linear.
+  auto m = newModel();
+  for (int i = 0; i < 20000; ++i) addRaw(m.mutable_graph(), "w", qs::DType::U8, {1}, QByteArray(1, char(i)));
+  const QString path = writeModel(dir_.filePath("dups.onnx"), m);
+  QElapsedTimer timer;
+  timer.start();
+  auto f = qs::open_onnx_file(path.toStdString());
+  QCOMPARE(f->tensors().size(), std::size_t(20000));
+  QCOMPARE(f->tensors()[19999].name, std::string("w#20000"));
+  QCOMPARE(bytesOf(*f, 19999), QByteArray(1, char(19999)));
+  QVERIFY2(timer.elapsed() < 5000, qPrintable(QString("took %1 ms").arg(timer.elapsed())));
+#endif
+}
+
+void tst_Onnx::externalData() {
+#ifdef QS_HAVE_PROTOBUF
+  const QString folder = dir_.filePath("ext");
+  QVERIFY(QDir().mkpath(folder + "/sub"));
+  // weights.bin: tensor a at 0 (6 floats), tensor b at 4096 (4 halfs), as onnx aligns to pages.
+  const QByteArray a = le<float>({1, -2, 3.5f, 4, 5, 6});
+  const QByteArray b = le<uint16_t>({0x3C00, 0x4000, 0xC200, 0x0000});
+  QByteArray blob = a;
+  blob.append(QByteArray(4096 - a.size(), '\0'));
+  blob.append(b);
+  {
+    QFile w(folder + "/weights.bin");
+    QVERIFY(w.open(QIODevice::WriteOnly));
+    w.write(blob);
+    QFile s(folder + "/sub/c.bin");
+    QVERIFY(s.open(QIODevice::WriteOnly));
+    s.write(le<int8_t>({-1, 2, -3}));
+  }
+  // An in-folder symlink to an in-folder file is fine.
+  QVERIFY(QFile::link(folder + "/sub/c.bin", folder + "/c_link.bin"));
+
+  auto m = newModel();
+  auto* g = m.mutable_graph();
+  addExternal(addRaw(g, "a", qs::DType::F32, {2, 3}, {}), "weights.bin", 0, a.size());
+  addExternal(addRaw(g, "b", qs::DType::F16, {4}, {}), "weights.bin", 4096, b.size());
+  addExternal(addRaw(g, "c", qs::DType::I8, {3}, {}), "sub/c.bin");              // no offset, no length
+  addExternal(addRaw(g, "d", qs::DType::I8, {3}, {}), "./c_link.bin", 0);
+  // External data inside a subgraph is resolved against the same folder.
+  auto* ifNode = g->add_node();
+  ifNode->set_op_type("If");
+  ifNode->set_name("cond");
+  addExternal(addRaw(addSubgraph(ifNode, "then_branch"), "a", qs::DType::F32, {6}, {}), "weights.bin", {}, a.size());
+  const QString path = writeModel(folder + "/model.onnx", m);
+
+  auto f = qs::open_onnx_file(path.toStdString());
+  QCOMPARE(names(*f), QStringList({"a", "b", "c", "d", "cond/then_branch/a"}));
+  QCOMPARE(bytesOf(*f, 0), a);
+  QCOMPARE(bytesOf(*f, 1), b);
+  QCOMPARE(bytesOf(*f, 2), le<int8_t>({-1, 2, -3}));
+  QCOMPARE(bytesOf(*f, 3), le<int8_t>({-1, 2, -3}));
+  QCOMPARE(bytesOf(*f, 4), a);
+
+  // A relative model path resolves against the model's folder, not the working directory.
+  const QString cwd = QDir::currentPath();
+  QVERIFY(QDir::setCurrent(folder + "/sub"));
+  auto rel = qs::open_onnx_file("../model.onnx");
+  QDir::setCurrent(cwd);
+  QCOMPARE(bytesOf(*rel, 2), le<int8_t>({-1, 2, -3}));
+
+  // The data file shrinking after open gives an error, not a short buffer.
+  QVERIFY(QFile::resize(folder + "/weights.bin", 100));
+  checkError([&] { f->read(1); }, path, {": b: ", "shorter than expected"});
+#endif
+}
+
+void tst_Onnx::externalDataRefused_data() {
+  QTest::addColumn<QString>("location");
+  QTest::addColumn<QString>("message");
+  QTest::newRow("parent") << "../outside.bin" << "leaves the model's folder";
+  QTest::newRow("parent-inside-path") << "sub/../../outside.bin" << "leaves the model's folder";
+  QTest::newRow("dotdot-staying-inside") << "sub/../w.bin" << "leaves the model's folder";
+  QTest::newRow("absolute-etc-passwd") << "/etc/passwd" << "is absolute";
+  QTest::newRow("absolute-dev-zero") << "/dev/zero" << "is absolute";
+  QTest::newRow("symlink-to-outside-file") << "escape.bin" << "resolves outside the model's folder";
+  QTest::newRow("symlinked-folder-outside") << "outdir/outside.bin" << "resolves outside the model's folder";
+  QTest::newRow("symlink-to-etc-passwd") << "passwd" << "resolves outside the model's folder";
+  QTest::newRow("folder-itself") << "." << "resolves outside the model's folder";
+  QTest::newRow("missing") << "nope.bin" << "not found";
+  QTest::newRow("directory") << "sub" << "not a regular file";
+  QTest::newRow("empty") << "" << "without a location";
+}
+
+void tst_Onnx::externalDataRefused() {
+#ifdef QS_HAVE_PROTOBUF
+  QFETCH(QString, location);
+  QFETCH(QString, message);
+  // <tmp>/outside.bin (16 bytes, would satisfy the tensor), <tmp>/model/{model.onnx, links}
+  const QString root = dir_.filePath("refuse");
+  const QString folder = root + "/model";
+  QVERIFY(QDir().mkpath(folder + "/sub"));
+  {
+    QFile o(root + "/outside.bin");
+    QVERIFY(o.open(QIODevice::WriteOnly));
+    o.write(QByteArray(16, '\x01'));
+  }
+  QFile::link(root + "/outside.bin", folder + "/escape.bin");
+  QFile::link(root, folder + "/outdir");
+  QFile::link("/etc/passwd", folder + "/passwd");
+  auto m = newModel();
+  addExternal(addRaw(m.mutable_graph(), "secret", qs::DType::U8, {16}, {}), location.toStdString(), 0, 16);
+  const QString path = writeModel(folder + "/model.onnx", m);
+  checkError([&] { qs::open_onnx_file(path.toStdString()); }, path, {": secret: ", message});
+#endif
+}
+
+void tst_Onnx::badInput_data() {
+  QTest::addColumn<QString>("kind");
+  QTest::addColumn<QString>("message");
+  QTest::newRow("truncated") << "truncated" << "not an ONNX model (protobuf parse failed)";
+  QTest::newRow("garbage") << "garbage" << "not an ONNX model (protobuf parse failed)";
+  QTest::newRow("npy-magic") << "npy" << "not an ONNX model";
+  QTest::newRow("empty-file") << "empty" << "not an ONNX model (no graph)";
+  QTest::newRow("raw-size-short") << "raw-short" << "w: raw_data holds 20 bytes, but dims × float32 need 24";
+  QTest::newRow("raw-size-long") << "raw-long" << "w: raw_data holds 28 bytes, but dims × float32 need 24";
+  QTest::newRow("negative-dim") << "negative" << "w: negative dimension -3";
+  QTest::newRow("dims-overflow") << "overflow" << "w: shape product overflows";
+  QTest::newRow("dims-overflow-with-zero") << "overflow-zero" << "w: shape product overflows";
+  QTest::newRow("nbytes-overflow") << "nbytes-overflow" << "w: shape × dtype size overflows";
+  QTest::newRow("typed-count") << "typed-count" << "w: float_data holds 5 values, but dims need 6";
+  QTest::newRow("typed-wrong-field") << "typed-wrong" << "w: int32_data holds 0 values, but dims need 6";
+  QTest::newRow("no-data") << "no-data" << "w: float_data holds 0 values, but dims need 6";
+  QTest::newRow("unknown-dtype") << "unknown-dtype" << "w: unknown ONNX data_type 99";
+  QTest::newRow("undefined-dtype") << "undefined-dtype" << "w: unknown ONNX data_type 0";
+  QTest::newRow("unknown-location") << "unknown-location" << "w: unknown data_location 7";
+  QTest::newRow("segment") << "segment" << "w: segmented tensors";
+  QTest::newRow("ext-length") << "ext-length" << "w: external data holds 20 bytes, but dims × float32 need 24";
+  QTest::newRow("ext-past-end") << "ext-past-end" << "w: external data runs past the end";
+  QTest::newRow("ext-offset-past-end") << "ext-offset" << "w: external data offset 4096 is past the end";
+  QTest::newRow("ext-bad-offset") << "ext-bad-offset" << "w: external data offset '-4' is not a non-negative integer";
+  QTest::newRow("subgraph-tensor") << "subgraph" << "cond/then_branch/w: negative dimension -1";
+  QTest::newRow("missing-file") << "missing" << "cannot open";
+  // 40 nested Ifs are 120 message levels; protobuf's limit of 100 bounds the reader's recursion.
+  QTest::newRow("nesting-too-deep") << "deep" << "not an ONNX model (protobuf parse failed)";
+}
+
+void tst_Onnx::badInput() {
+#ifdef QS_HAVE_PROTOBUF
+  QFETCH(QString, kind);
+  QFETCH(QString, message);
+  const QString folder = dir_.filePath("bad");
+  QVERIFY(QDir().mkpath(folder));
+  {
+    QFile w(folder + "/w.bin");
+    QVERIFY(w.open(QIODevice::WriteOnly));
+    w.write(QByteArray(40, '\0'));
+  }
+  auto m = newModel();
+  auto* g = m.mutable_graph();
+  const QByteArray six = le<float>({1, 2, 3, 4, 5, 6});
+  TensorProto* t = addRaw(g, "w", qs::DType::F32, {2, 3}, six);
+  auto typed = [&](int count) {
+    t->clear_raw_data();
+    for (int i = 0; i < count; ++i) t->add_float_data(float(i));
+  };
+  const QString path = folder + "/" + kind + ".onnx";
+  QByteArray bytes;
+  if (kind == "raw-short") t->set_raw_data(six.left(20).toStdString());
+  if (kind == "raw-long") t->set_raw_data((six + "abcd").toStdString());
+  if (kind == "negative") t->set_dims(0, -3);
+  if (kind == "overflow") {
+    t->clear_dims();
+    for (int64_t d : {int64_t(1) << 32, int64_t(1) << 32}) t->add_dims(d);
+  }
+  if (kind == "overflow-zero") {
+    t->clear_dims();
+    for (int64_t d : {int64_t(1) << 40, int64_t(0), int64_t(1) << 40}) t->add_dims(d);
+    t->clear_raw_data();
+    t->set_raw_data("");
+  }
+  if (kind == "nbytes-overflow") {
+    t->clear_dims();
+    t->add_dims(int64_t(1) << 62);
+  }
+  if (kind == "typed-count") typed(5);
+  if (kind == "typed-wrong") {
+    t->clear_raw_data();
+    t->set_data_type(10);  // float16 wants int32_data; only float_data is there
+    for (int i = 0; i < 6; ++i) t->add_float_data(1);
+  }
+  if (kind == "no-data") typed(0);
+  if (kind == "unknown-dtype") t->set_data_type(99);
+  if (kind == "undefined-dtype") t->set_data_type(0);
+  if (kind == "unknown-location") t->set_data_location(7);
+  if (kind == "segment") t->mutable_segment()->set_begin(0);
+  if (kind == "ext-length") addExternal(t, "w.bin", 0, 20);
+  if (kind == "ext-past-end") addExternal(t, "w.bin", 20, 24);
+  if (kind == "ext-offset") addExternal(t, "w.bin", 4096, 24);
+  if (kind == "ext-bad-offset") {
+    addExternal(t, "w.bin");
+    auto* e = t->add_external_data();
+    e->set_key("offset");
+    e->set_value("-4");
+  }
+  if (kind == "subgraph") {
+    auto* n = g->add_node();
+    n->set_op_type("If");
+    n->set_name("cond");
+    addRaw(addSubgraph(n, "then_branch"), "w", qs::DType::F32, {-1}, {});
+  }
+  if (kind == "deep") {
+    qs_onnx::GraphProto* level = g;
+    for (int i = 0; i < 40; ++i) {
+      auto* n = level->add_node();
+      n->set_op_type("If");
+      n->set_name("if" + std::to_string(i));
+      level = addSubgraph(n, "then_branch");
+    }
+    addRaw(level, "deepest", qs::DType::F32, {1}, le<float>({1}));
+  }
+  std::string s;
+  QVERIFY(m.SerializeToString(&s));
+  bytes = QByteArray(s.data(), qsizetype(s.size()));
+  if (kind == "truncated") bytes = bytes.left(bytes.size() / 2);
+  if (kind == "garbage") bytes = patternBytes(1000, 3);
+  if (kind == "npy") bytes = QByteArray("\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", 64);
+  if (kind == "empty") bytes.clear();
+  if (kind != "missing") {
+    QFile out(path);
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(bytes);
+  }
+  checkError([&] { qs::open_onnx_file(path.toStdString()); }, path, {message});
+#endif
+}
+
+void tst_Onnx::over2GiB() {
+#ifdef QS_HAVE_PROTOBUF
+  // A sparse file just over INT_MAX bytes: refused by size before protobuf would be asked to parse it.
+  const QString path = dir_.filePath("huge.onnx");
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  if (!f.resize(qint64(INT_MAX) + 1)) QSKIP("cannot create a sparse 2 GiB file here");
+  f.close();
+  checkError([&] { qs::open_onnx_file(path.toStdString()); }, path, {"larger than 2 GiB", "external data"});
+  QFile::remove(path);
+#endif
+}
+
+void tst_Onnx::realModels() {
+  // The Silero VAD models from the npm package @ricky0123/vad-web use If subgraphs; they are not
+  // committed. `cd /tmp && npm pack @ricky0123/vad-web && tar xzf ricky0123-vad-web-*.tgz`, then
+  // QS_ONNX_MODELS=/tmp/package/dist.
+  const QString folder = qEnvironmentVariable("QS_ONNX_MODELS");
+  if (folder.isEmpty()) QSKIP("set QS_ONNX_MODELS to a folder of .onnx files to open real models");
+  const QStringList files = QDir(folder).entryList({"*.onnx"}, QDir::Files, QDir::Name);
+  if (files.isEmpty()) QSKIP(qPrintable("no .onnx files in " + folder));
+  for (const QString& name : files) {
+    auto f = qs::open_onnx_file(QDir(folder).filePath(name).toStdString());
+    std::size_t floats = 0, subgraph = 0, elements = 0, nonFinite = 0;
+    for (std::size_t i = 0; i < f->tensors().size(); ++i) {
+      const auto& info = f->tensors()[i];
+      const qs::TensorBytes b = f->read(i);
+      QCOMPARE(b.size, info.nbytes());
+      elements += info.numel();
+      if (info.name.find('/') != std::string::npos) ++subgraph;
+      if (!qs::dtype_is_float(info.dtype)) continue;
+      ++floats;
+      std::vector<double> x(info.numel());
+      qs::convert_to_f64(info.dtype, b.data, x.size(), x.data());
+      for (double v : x) nonFinite += !std::isfinite(v);
+    }
+    const QStringList n = names(*f);
+    QCOMPARE(QSet<QString>(n.begin(), n.end()).size(), n.size());
+    qInfo("%s: %zu tensors (%zu float, %zu in subgraphs), %zu elements, %zu non-finite; first: %s",
+          qPrintable(name), f->tensors().size(), floats, subgraph, elements, nonFinite,
+          qPrintable(QStringList(n.mid(0, 3)).join(", ")));
+    QVERIFY(!f->tensors().empty());
+  }
+}
+
+void tst_Onnx::writeFuzzCorpus() {
+#ifdef QS_HAVE_PROTOBUF
+  // Small valid models that reach every branch of the reader; the fuzzer writes each input to
+  // <its folder>/model.onnx, so "model.onnx" as an external location reads the input's own bytes.
+  const QString out = qEnvironmentVariable("QS_ONNX_FUZZ_CORPUS");
+  if (out.isEmpty()) QSKIP("set QS_ONNX_FUZZ_CORPUS to a folder to (re)write the fuzz seed corpus");
+  QVERIFY(QDir().mkpath(out));
+  using D = qs::DType;
+  const std::initializer_list<D> all{D::F32, D::F64, D::F16, D::BF16, D::I8,  D::U8,     D::I16,    D::U16,
+                                     D::I32, D::U32, D::I64, D::U64,  D::F8E4M3, D::F8E5M2, D::Bool};
+  {
+    auto m = newModel();
+    for (D d : all) {
+      QByteArray raw = patternBytes(qsizetype(4 * qs::dtype_size(d)), unsigned(d));
+      if (d == D::Bool)
+        for (char& c : raw) c = char(uint8_t(c) & 1);
+      addRaw(m.mutable_graph(), qs::to_string(d), d, {2, 2}, raw);
+    }
+    addRaw(m.mutable_graph(), "scalar", D::F32, {}, le<float>({1.5f}));
+    addRaw(m.mutable_graph(), "empty", D::F32, {3, 0}, {});
+    writeModel(out + "/raw_dtypes.onnx", m);
+  }
+  {
+    auto m = newModel();
+    for (D d : all) {
+      TensorProto* t = m.mutable_graph()->add_initializer();
+      setTensor(t, qs::to_string(d), onnxType(d), {3});
+      for (int i = 0; i < 3; ++i) {
+        if (d == D::F32) t->add_float_data(float(i) - 1.25f);
+        else if (d == D::F64) t->add_double_data(double(i) * 0.1);
+        else if (d == D::I64) t->add_int64_data(-i);
+        else if (d == D::U32 || d == D::U64) t->add_uint64_data(uint64_t(i) * 1000);
+        else t->add_int32_data(i == 2 ? -1 : i);
+      }
+    }
+    writeModel(out + "/typed_fields.onnx", m);
+  }
+  {
+    auto m = newModel();
+    auto* g = m.mutable_graph();
+    addRaw(g, "w", D::F32, {2}, le<float>({1, 2}));
+    addConstant(g, "c0", "c0_out", "", le<float>({3}));
+    auto* ifNode = g->add_node();
+    ifNode->set_op_type("If");
+    ifNode->set_name("cond");
+    auto* thenG = addSubgraph(ifNode, "then_branch");
+    addRaw(thenG, "w", D::F16, {1}, le<uint16_t>({0x3C00}));
+    addRaw(addSubgraph(ifNode, "else_branch"), "w", D::BF16, {1}, le<uint16_t>({0x3F80}));
+    auto* loop = thenG->add_node();
+    loop->set_op_type("Loop");
+    auto* body = addSubgraph(loop, "body");
+    addConstant(body, "k", "k_out", "k", le<float>({4, 5}));
+    writeModel(out + "/subgraphs.onnx", m);
+  }
+  {
+    auto m = newModel();
+    addExternal(addRaw(m.mutable_graph(), "self", D::U8, {16}, {}), "model.onnx", 0, 16);
+    addExternal(addRaw(m.mutable_graph(), "self_at_4", D::F16, {2}, {}), "model.onnx", 4, 4);
+    writeModel(out + "/external_self.onnx", m);
+  }
+  {
+    auto m = newModel();
+    TensorProto* s = m.mutable_graph()->add_initializer();
+    setTensor(s, "labels", 8, {1});
+    s->add_string_data("x");
+    addRaw(m.mutable_graph(), "i4", D::U8, {2}, QByteArray(1, '\x21'))->set_data_type(22);
+    addRaw(m.mutable_graph(), "kept", D::I64, {1}, le<int64_t>({-5}));
+    writeModel(out + "/skipped_types.onnx", m);
+  }
+#endif
+}
+
+QTEST_APPLESS_MAIN(tst_Onnx)
+#include "tst_onnx.moc"

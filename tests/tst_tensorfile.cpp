@@ -1,0 +1,882 @@
+// Tests for core/io/tensor_file.h: .npy, .npz and .safetensors round trips of every dtype (bytes exact),
+// dispatch by magic, and every bad-input case of issue 3 as a data row (one-line IoError naming file
+// and tensor). Fixtures are built here: safetensors by a small writer, .npz with libzip.
+// Run: cmake --build build --target tst_tensorfile && QT_QPA_PLATFORM=offscreen build/tests/tst_tensorfile
+#include "io/npy.h"
+#include "io/tensor_file.h"
+
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#if __has_include(<zip.h>)
+#include <zip.h>
+#define QS_TEST_HAVE_ZIP 1
+#endif
+
+Q_DECLARE_METATYPE(qs::DType)
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+// Deterministic, non-trivial bytes (a failing row name reproduces its input exactly).
+QByteArray patternBytes(qsizetype n, unsigned seed = 11) {
+  QByteArray b(n, Qt::Uninitialized);
+  uint32_t s = seed * 2654435761u + 1;
+  for (qsizetype i = 0; i < n; ++i) {
+    s = s * 1664525u + 1013904223u;
+    b[i] = char(s >> 24);
+  }
+  return b;
+}
+
+std::size_t numelOf(const Shape& s) {
+  std::size_t n = 1;
+  for (int64_t d : s) n *= std::size_t(d);
+  return n;
+}
+
+QString shapeName(const Shape& s) {
+  QStringList parts;
+  for (int64_t d : s) parts << QString::number(d);
+  return "[" + parts.join(",") + "]";
+}
+
+QByteArray le64(uint64_t v) {
+  QByteArray b(8, '\0');
+  for (int i = 0; i < 8; ++i) b[i] = char((v >> (8 * i)) & 0xFF);
+  return b;
+}
+
+// --- .safetensors writer -------------------------------------------------------------------------
+
+struct StTensor {
+  QByteArray name, dtype;
+  Shape shape;
+  QByteArray data;
+};
+
+// A file as the safetensors library writes it: u64 header length, JSON header padded with spaces to
+// a multiple of 8, tensors back to back in the given order.
+QByteArray safetensorsImage(const QList<StTensor>& ts, const QByteArray& metadata = {}) {
+  QByteArray json = "{";
+  if (!metadata.isEmpty()) json += "\"__metadata__\":" + metadata;
+  QByteArray data;
+  for (const StTensor& t : ts) {
+    if (json.size() > 1) json += ",";
+    QByteArray shape;
+    for (int64_t d : t.shape) shape += (shape.isEmpty() ? "" : ",") + QByteArray::number(qlonglong(d));
+    json += "\"" + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":[" + shape + "],\"data_offsets\":[" +
+            QByteArray::number(data.size()) + "," + QByteArray::number(data.size() + t.data.size()) + "]}";
+    data += t.data;
+  }
+  json += "}";
+  while ((8 + json.size()) % 8) json += ' ';
+  return le64(uint64_t(json.size())) + json + data;
+}
+
+// Header text exactly as given (no padding), for rows that spell a broken header.
+QByteArray safetensorsRaw(const QByteArray& json, const QByteArray& data = {}) {
+  return le64(uint64_t(json.size())) + json + data;
+}
+
+struct DtypeCase {
+  const char* st;
+  qs::DType dtype;
+};
+const DtypeCase kStDtypes[] = {
+    {"F64", qs::DType::F64},  {"F32", qs::DType::F32},        {"F16", qs::DType::F16},
+    {"BF16", qs::DType::BF16}, {"I8", qs::DType::I8},         {"U8", qs::DType::U8},
+    {"I16", qs::DType::I16},  {"I32", qs::DType::I32},        {"I64", qs::DType::I64},
+    {"F8_E4M3", qs::DType::F8E4M3}, {"F8_E5M2", qs::DType::F8E5M2}, {"BOOL", qs::DType::Bool},
+    {"U16", qs::DType::U16},  {"U32", qs::DType::U32},        {"U64", qs::DType::U64},
+};
+const qs::DType kNpyDtypes[] = {qs::DType::F32, qs::DType::F64, qs::DType::F16, qs::DType::I8,
+                                qs::DType::U8,  qs::DType::I32, qs::DType::U16};
+
+QByteArray npyBytes(qs::DType t, const Shape& shape, const QByteArray& data) {
+  const std::vector<uint8_t> img = qs::serialize_npy(qs::make_npy(t, shape, data.constData()));
+  return QByteArray(reinterpret_cast<const char*>(img.data()), qsizetype(img.size()));
+}
+
+// A .npy image with the header text exactly as given, then `pad` spaces and '\n' (format version
+// `major`; 0 = 1.0 when the header fits, else 2.0).
+QByteArray npyRaw(const QByteArray& header, const QByteArray& data, int pad = 0, int major = 0) {
+  QByteArray h = header + QByteArray(pad, ' ') + "\n";
+  if (major == 0) major = h.size() <= 0xFFFF ? 1 : 2;
+  const bool v1 = major == 1;
+  QByteArray out("\x93NUMPY", 6);
+  out += char(major);
+  out += char(0);
+  for (int i = 0; i < (v1 ? 2 : 4); ++i) out += char((h.size() >> (8 * i)) & 0xFF);
+  return out + h + data;
+}
+
+// --- .npz writer (libzip) ------------------------------------------------------------------------
+
+struct ZipMember {
+  QByteArray name, bytes;
+  bool deflate = true;
+};
+
+#ifdef QS_TEST_HAVE_ZIP
+QByteArray zipImage(const QList<ZipMember>& members) {
+  // libzip writes no file for an empty archive; Python's zipfile writes the bare end record.
+  if (members.isEmpty()) return QByteArray("PK\x05\x06", 4) + QByteArray(18, '\0');
+  QTemporaryDir dir;
+  const QByteArray path = dir.filePath("z.zip").toLocal8Bit();
+  int err = 0;
+  zip_t* za = zip_open(path.constData(), ZIP_CREATE | ZIP_TRUNCATE, &err);
+  if (!za) qFatal("zip_open failed: %d", err);
+  for (const ZipMember& m : members) {  // `members` outlives zip_close, so the buffers may be borrowed
+    zip_source_t* src = zip_source_buffer(za, m.bytes.constData(), zip_uint64_t(m.bytes.size()), 0);
+    const zip_int64_t idx = zip_file_add(za, m.name.constData(), src, ZIP_FL_ENC_UTF_8);
+    if (idx < 0) qFatal("zip_file_add: %s", zip_strerror(za));
+    zip_set_file_compression(za, zip_uint64_t(idx), m.deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0);
+  }
+  if (zip_close(za) != 0) qFatal("zip_close: %s", zip_strerror(za));
+  QFile f(QString::fromLocal8Bit(path));
+  if (!f.open(QIODevice::ReadOnly)) qFatal("cannot read back the zip");
+  return f.readAll();
+}
+#endif
+
+// Offset and size of the first member's (compressed) data, from its local file header.
+std::pair<qsizetype, qsizetype> firstMemberData(const QByteArray& zip) {
+  auto u16 = [&](qsizetype at) { return qsizetype(uint8_t(zip[at]) | uint8_t(zip[at + 1]) << 8); };
+  auto u32 = [&](qsizetype at) { return qsizetype(u16(at) | u16(at + 2) << 16); };
+  return {30 + u16(26) + u16(28), u32(18)};
+}
+
+// --- helpers -------------------------------------------------------------------------------------
+
+QString writeFile(const QTemporaryDir& dir, const QString& name, const QByteArray& bytes) {
+  const QString path = dir.filePath(name);
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) qFatal("cannot write %s", qPrintable(path));
+  f.write(bytes);
+  return path;
+}
+
+QByteArray bytesOf(const qs::TensorBytes& b) { return QByteArray(reinterpret_cast<const char*>(b.data), qsizetype(b.size)); }
+
+// Opens by dispatch and reads every tensor; returns the IoError text, or empty when all went well.
+QString openAndReadAllError(const QString& path) {
+  try {
+    auto f = qs::open_tensor_file(path.toStdString());
+    for (std::size_t i = 0; i < f->tensors().size(); ++i) {
+      const qs::TensorBytes b = f->read(i);
+      if (b.size != f->tensors()[i].nbytes()) return "size mismatch (test failure, not an IoError)";
+    }
+  } catch (const qs::IoError& e) {
+    return QString::fromUtf8(e.what());
+  }
+  return {};
+}
+
+bool haveNpz() { return qs::tensor_reader_available("npz"); }
+bool haveSafetensors() { return qs::tensor_reader_available("safetensors"); }
+
+}  // namespace
+
+class tst_TensorFile : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void availability();
+
+  void safetensorsRoundTrip_data();
+  void safetensorsRoundTrip();
+  void safetensorsFileOrderAndMetadata();
+  void safetensorsValues();
+  void safetensorsReadIsView();
+
+  void npyRoundTrip_data();
+  void npyRoundTrip();
+
+  void npzRoundTrip_data();
+  void npzRoundTrip();
+  void npzWrittenLikeNumpy_data();
+  void npzWrittenLikeNumpy();
+  void npzLongHeaderAndSkippedMembers();
+  void npzConcurrentReads();
+  void npzCorruptStreamFailsAtRead();
+
+  void nanInfReadFine_data();
+  void nanInfReadFine();
+
+  void dispatch_data();
+  void dispatch();
+  void badInput_data();
+  void badInput();
+  void readIndexOutOfRange();
+
+  void writeFuzzCorpus();
+};
+
+void tst_TensorFile::availability() {
+  QVERIFY(qs::tensor_reader_available("npy"));
+  QVERIFY(!qs::tensor_reader_available("hdf5"));
+#ifdef QS_TEST_HAVE_ZIP
+  QVERIFY(haveNpz());  // the header is there, so the build found libzip too
+#endif
+  if (!haveSafetensors()) {
+    QTemporaryDir dir;
+    const QString path = writeFile(dir, "x.safetensors", safetensorsImage({}));
+    const QString msg = openAndReadAllError(path);
+    QVERIFY2(msg == path + ": this build has no .safetensors support (install nlohmann-json3-dev and rebuild)",
+             qPrintable(msg));
+  }
+}
+
+// --- .safetensors --------------------------------------------------------------------------------
+
+void tst_TensorFile::safetensorsRoundTrip_data() {
+  QTest::addColumn<QByteArray>("stDtype");
+  QTest::addColumn<qs::DType>("dtype");
+  QTest::addColumn<Shape>("shape");
+  const Shape shapes[] = {{}, {0}, {1}, {7}, {2, 3}, {3, 0, 2}, {2, 1, 3, 4}, {1000}};
+  for (const DtypeCase& c : kStDtypes)
+    for (const Shape& s : shapes)
+      QTest::addRow("%s %s", c.st, qPrintable(shapeName(s))) << QByteArray(c.st) << c.dtype << s;
+}
+
+void tst_TensorFile::safetensorsRoundTrip() {
+  if (!haveSafetensors()) QSKIP("built without nlohmann-json");
+  QFETCH(QByteArray, stDtype);
+  QFETCH(qs::DType, dtype);
+  QFETCH(Shape, shape);
+  const qsizetype n = qsizetype(numelOf(shape) * qs::dtype_size(dtype));
+  // Two tensors around the one under test, so offsets other than 0 and the file's end are used.
+  const QByteArray before = patternBytes(5, 1), payload = patternBytes(n, unsigned(shape.size()) + 3),
+                   after = patternBytes(3, 2);
+  QTemporaryDir dir;
+  const QString path = writeFile(dir, "model.safetensors",
+                                 safetensorsImage({{"a.before", "U8", {5}, before},
+                                                   {"b.tensor", stDtype, shape, payload},
+                                                   {"c.after", "I8", {3}, after}}));
+  auto f = qs::open_tensor_file(path.toStdString());
+  QCOMPARE(QString::fromStdString(f->kind()), QString("safetensors"));
+  QCOMPARE(QString::fromStdString(f->path()), path);
+  QCOMPARE(f->tensors().size(), std::size_t(3));
+  const qs::TensorInfo& t = f->tensors()[1];
+  QCOMPARE(QString::fromStdString(t.name), QString("b.tensor"));
+  QCOMPARE(t.dtype, dtype);
+  QCOMPARE(t.shape, shape);
+  QCOMPARE(t.numel(), numelOf(shape));
+  QCOMPARE(t.nbytes(), std::size_t(n));
+  QCOMPARE(bytesOf(f->read(1)), payload);
+  QCOMPARE(bytesOf(f->read(0)), before);
+  QCOMPARE(bytesOf(f->read(2)), after);
+}
+
+void tst_TensorFile::safetensorsFileOrderAndMetadata() {
+  if (!haveSafetensors()) QSKIP("built without nlohmann-json");
+  // Keys out of offset order, a gap between tensors, metadata, UTF-8 names: listed by offset.
+  const QByteArray json =
+      R"({"z.first":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+      R"("__metadata__":{"format":"pt","note":"x"},)"
+      R"("a.third":{"dtype":"U8","shape":[3],"data_offsets":[20,23]},)"
+      "\"m.\xc3\xa9\xe2\x82\xac\":{\"dtype\":\"I16\",\"shape\":[2,2],\"data_offsets\":[8,16]},"
+      R"("empty":{"dtype":"F64","shape":[0,4],"data_offsets":[16,16]}})";
+  const QByteArray data = patternBytes(23, 5);
+  QTemporaryDir dir;
+  const QString path = writeFile(dir, "order.safetensors", safetensorsRaw(json, data));
+  auto f = qs::open_tensor_file(path.toStdString());
+  QStringList names;
+  for (const qs::TensorInfo& t : f->tensors()) names << QString::fromStdString(t.name);
+  QCOMPARE(names, QStringList({"z.first", QString::fromUtf8("m.\xc3\xa9\xe2\x82\xac"), "empty", "a.third"}));
+  QCOMPARE(bytesOf(f->read(0)), data.mid(0, 8));
+  QCOMPARE(bytesOf(f->read(1)), data.mid(8, 8));
+  QCOMPARE(f->read(2).size, std::size_t(0));
+  QCOMPARE(bytesOf(f->read(3)), data.mid(20, 3));
+}
+
+void tst_TensorFile::safetensorsValues() {
+  if (!haveSafetensors()) QSKIP("built without nlohmann-json");
+  // Known codes decode to known values: the dtype mapping is right, not just the bytes.
+  const QByteArray bf16("\x80\x3f\x00\xc0\x80\x7f", 6);          // 1, -2, inf
+  const QByteArray e4m3("\x7e\x38\xfe\x01", 4);                  // 448, 1, -448, 2^-9
+  const QByteArray e5m2("\x7b\x3c\x7c\x01", 4);                  // 57344, 1, inf, 2^-16
+  const QByteArray i64 = le64(uint64_t(-5)) + le64(1ull << 40);  // -5, 2^40
+  QTemporaryDir dir;
+  const QString path = writeFile(dir, "v.safetensors",
+                                 safetensorsImage({{"bf16", "BF16", {3}, bf16},
+                                                   {"e4m3", "F8_E4M3", {4}, e4m3},
+                                                   {"e5m2", "F8_E5M2", {4}, e5m2},
+                                                   {"i64", "I64", {2}, i64},
+                                                   {"bool", "BOOL", {2}, QByteArray("\x00\x01", 2)}}));
+  auto f = qs::open_tensor_file(path.toStdString());
+  auto values = [&](std::size_t i) {
+    const qs::TensorBytes b = f->read(i);
+    std::vector<double> v(f->tensors()[i].numel());
+    qs::convert_to_f64(f->tensors()[i].dtype, b.data, v.size(), v.data());
+    return v;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  QCOMPARE(values(0), std::vector<double>({1.0, -2.0, inf}));
+  QCOMPARE(values(1), std::vector<double>({448.0, 1.0, -448.0, std::ldexp(1.0, -9)}));
+  QCOMPARE(values(2), std::vector<double>({57344.0, 1.0, inf, std::ldexp(1.0, -16)}));
+  QCOMPARE(values(3), std::vector<double>({-5.0, std::ldexp(1.0, 40)}));
+  QCOMPARE(values(4), std::vector<double>({0.0, 1.0}));
+}
+
+void tst_TensorFile::safetensorsReadIsView() {
+  if (!haveSafetensors()) QSKIP("built without nlohmann-json");
+  QTemporaryDir dir;
+  const QByteArray payload = patternBytes(4096, 9);
+  const QString path = writeFile(dir, "view.safetensors", safetensorsImage({{"w", "F32", {1024}, payload}}));
+  auto f = qs::open_tensor_file(path.toStdString());
+  const qs::TensorBytes a = f->read(0), b = f->read(0);
+  QCOMPARE(a.data, b.data);  // a view into one map, not a copy per read
+  QVERIFY(a.owner);
+  f.reset();  // the bytes stay valid while `owner` lives
+  QCOMPARE(bytesOf(a), payload);
+}
+
+// --- .npy ----------------------------------------------------------------------------------------
+
+void tst_TensorFile::npyRoundTrip_data() {
+  QTest::addColumn<qs::DType>("dtype");
+  QTest::addColumn<Shape>("shape");
+  const Shape shapes[] = {{}, {0}, {7}, {2, 3}, {3, 0, 2}, {1000}};
+  for (qs::DType t : kNpyDtypes)
+    for (const Shape& s : shapes) QTest::addRow("%s %s", qs::to_string(t), qPrintable(shapeName(s))) << t << s;
+}
+
+void tst_TensorFile::npyRoundTrip() {
+  QFETCH(qs::DType, dtype);
+  QFETCH(Shape, shape);
+  const QByteArray payload = patternBytes(qsizetype(numelOf(shape) * qs::dtype_size(dtype)), 4);
+  QTemporaryDir dir;
+  const QString path = writeFile(dir, "weights.v2.npy", npyBytes(dtype, shape, payload));
+  auto f = qs::open_tensor_file(path.toStdString());
+  QCOMPARE(QString::fromStdString(f->kind()), QString("npy"));
+  QCOMPARE(f->tensors().size(), std::size_t(1));
+  QCOMPARE(QString::fromStdString(f->tensors()[0].name), QString("weights.v2"));  // the stem
+  QCOMPARE(f->tensors()[0].dtype, dtype);
+  QCOMPARE(f->tensors()[0].shape, shape);
+  const qs::TensorBytes a = f->read(0), b = f->read(0);
+  QCOMPARE(a.data, b.data);  // view into the map
+  QCOMPARE(bytesOf(a), payload);
+}
+
+// --- .npz ----------------------------------------------------------------------------------------
+
+void tst_TensorFile::npzRoundTrip_data() {
+  QTest::addColumn<qs::DType>("dtype");
+  QTest::addColumn<Shape>("shape");
+  QTest::addColumn<bool>("deflate");
+  const Shape shapes[] = {{}, {0}, {7}, {2, 3}, {300, 400}};
+  for (bool deflate : {false, true})
+    for (qs::DType t : kNpyDtypes)
+      for (const Shape& s : shapes)
+        QTest::addRow("%s %s %s", deflate ? "deflated" : "stored", qs::to_string(t), qPrintable(shapeName(s)))
+            << t << s << deflate;
+}
+
+void tst_TensorFile::npzRoundTrip() {
+#ifdef QS_TEST_HAVE_ZIP
+  QFETCH(qs::DType, dtype);
+  QFETCH(Shape, shape);
+  QFETCH(bool, deflate);
+  const qsizetype n = qsizetype(numelOf(shape) * qs::dtype_size(dtype));
+  // Half pattern, half zeros: deflate has something to do and the data is still checked exactly.
+  QByteArray payload = patternBytes(n, 6);
+  for (qsizetype i = n / 2; i < n; ++i) payload[i] = 0;
+  const QByteArray other = patternBytes(12, 8);
+  QTemporaryDir dir;
+  const QString path = writeFile(dir, "arrays.npz",
+                                 zipImage({{"arr_0.npy", npyBytes(qs::DType::F32, {3}, other), deflate},
+                                           {"layer/w.npy", npyBytes(dtype, shape, payload), deflate}}));
+  auto f = qs::open_tensor_file(path.toStdString());
+  QCOMPARE(QString::fromStdString(f->kind()), QString("npz"));
+  QCOMPARE(f->tensors().size(), std::size_t(2));
+  QCOMPARE(QString::fromStdString(f->tensors()[0].name), QString("arr_0"));
+  QCOMPARE(QString::fromStdString(f->tensors()[1].name), QString("layer/w"));
+  QCOMPARE(f->tensors()[1].dtype, dtype);
+  QCOMPARE(f->tensors()[1].shape, shape);
+  QCOMPARE(bytesOf(f->read(1)), payload);
+  qs::TensorBytes first = f->read(0);
+  f.reset();  // an owned buffer outlives the file object
+  QCOMPARE(bytesOf(first), other);
+#else
+  QSKIP("built without libzip");
+#endif
+}
+
+// Archives written the way np.savez / np.savez_compressed write them (Python's zipfile with
+// force_zip64=True: zip64 extra fields in every header), holding a = float32 [1.5, -2, nan] and
+// b = uint8 [[0, 1], [254, 255]]. Also tests/fuzz/corpus/npz/numpy_savez*.npz.
+void tst_TensorFile::npzWrittenLikeNumpy_data() {
+  QTest::addColumn<QByteArray>("base64");
+  QTest::newRow("np.savez (stored, zip64)") << QByteArray(
+      "UEsDBC0AAAAAAAAAIQAzpPlz//////////8FABQAYS5ucHkBABAAjAAAAAAAAACMAAAAAAAAAJNOVU1QWQEAdgB7J2Rlc2Ny"
+      "JzogJzxmNCcsICdmb3J0cmFuX29yZGVyJzogRmFsc2UsICdzaGFwZSc6ICgzLCksIH0gICAgICAgICAgICAgICAgICAgICAg"
+      "ICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAKAADAPwAAAMAAAMB/UEsDBC0AAAAAAAAAIQDaMt/a////"
+      "//////8FABQAYi5ucHkBABAAhAAAAAAAAACEAAAAAAAAAJNOVU1QWQEAdgB7J2Rlc2NyJzogJ3x1MScsICdmb3J0cmFuX29y"
+      "ZGVyJzogRmFsc2UsICdzaGFwZSc6ICgyLCAyKSwgfSAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg"
+      "ICAgICAgICAgICAgICAgICAKAAH+/1BLAQItAy0AAAAAAAAAIQAzpPlzjAAAAIwAAAAFAAAAAAAAAAAAAACAAQAAAABhLm5w"
+      "eVBLAQItAy0AAAAAAAAAIQDaMt/ahAAAAIQAAAAFAAAAAAAAAAAAAACAAcMAAABiLm5weVBLBQYAAAAAAgACAGYAAAB+AQAA"
+      "AAA=");
+  QTest::newRow("np.savez_compressed (deflated, zip64)") << QByteArray(
+      "UEsDBC0AAAAIAAAAIQAzpPlz//////////8FABQAYS5ucHkBABAAjAAAAAAAAABNAAAAAAAAAJvsF+obEMnIUMZQrZ6SWpxc"
+      "pG6loG6TZqKuo6Cell9UUpSYF59flJIKEndLzClOBYoXZyQWpAL5GsY6mjoKtQoUAC4GhgP2DEACiOoBUEsDBC0AAAAIAAAA"
+      "IQDaMt/a//////////8FABQAYi5ucHkBABAAhAAAAAAAAABKAAAAAAAAAJvsF+obEMnIUMZQrZ6SWpxcpG6loF5Taqiuo6Ce"
+      "ll9UUpSYF59flJIKEndLzClOBYoXZyQWpAL5GkY6CkaaOgq1CmQDLgbGf/8BUEsBAi0DLQAAAAgAAAAhADOk+XNNAAAAjAAA"
+      "AAUAAAAAAAAAAAAAAIABAAAAAGEubnB5UEsBAi0DLQAAAAgAAAAhANoy39pKAAAAhAAAAAUAAAAAAAAAAAAAAIABhAAAAGIu"
+      "bnB5UEsFBgAAAAACAAIAZgAAAAUBAAAAAA==");
+}
+
+void tst_TensorFile::npzWrittenLikeNumpy() {
+  if (!haveNpz()) QSKIP("built without libzip");
+  QFETCH(QByteArray, base64);
+  QTemporaryDir dir;
+  const QString path = writeFile(dir, "np.npz", QByteArray::fromBase64(base64));
+  auto f = qs::open_tensor_file(path.toStdString());
+  QCOMPARE(f->tensors().size(), std::size_t(2));
+  QCOMPARE(QString::fromStdString(f->tensors()[0].name), QString("a"));
+  QCOMPARE(f->tensors()[0].dtype, qs::DType::F32);
+  QCOMPARE(f->tensors()[1].shape, Shape({2, 2}));
+  QCOMPARE(bytesOf(f->read(0)), QByteArray("\x00\x00\xc0\x3f\x00\x00\x00\xc0\x00\x00\xc0\x7f", 12));
+  QCOMPARE(bytesOf(f->read(1)), QByteArray("\x00\x01\xfe\xff", 4));
+}
+
+void tst_TensorFile::npzLongHeaderAndSkippedMembers() {
+#ifdef QS_TEST_HAVE_ZIP
+  // A 20 KB header (longer than the first read of a member) and members that are not tensors.
+  const QByteArray data = patternBytes(24, 3);
+  const QByteArray longHeader =
+      npyRaw("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", data, 20000);
+  QTemporaryDir dir;
+  const QString path = writeFile(dir, "long.npz",
+                                 zipImage({{"README.txt", "not a tensor", true},
+                                           {"long.npy", longHeader, true},
+                                           {"dir/", {}, false},
+                                           {"raw.npy", longHeader, false}}));
+  auto f = qs::open_tensor_file(path.toStdString());
+  QCOMPARE(f->tensors().size(), std::size_t(2));
+  QCOMPARE(QString::fromStdString(f->tensors()[0].name), QString("long"));
+  QCOMPARE(f->tensors()[0].shape, Shape({2, 3}));
+  QCOMPARE(bytesOf(f->read(0)), data);
+  QCOMPARE(bytesOf(f->read(1)), data);
+#else
+  QSKIP("built without libzip");
+#endif
+}
+
+void tst_TensorFile::npzConcurrentReads() {
+#ifdef QS_TEST_HAVE_ZIP
+  // analyze --threads reads several tensors of one file at once; each read must get its own bytes.
+  QList<ZipMember> members;
+  QList<QByteArray> payloads;
+  for (int i = 0; i < 8; ++i) {
+    payloads << patternBytes(40000 + i * 4, unsigned(i));
+    members << ZipMember{"t" + QByteArray::number(i) + ".npy",
+                         npyBytes(qs::DType::I8, {40000 + i * 4}, payloads.back()), i % 2 == 0};
+  }
+  QTemporaryDir dir;
+  const QString path = writeFile(dir, "many.npz", zipImage(members));
+  auto f = qs::open_tensor_file(path.toStdString());
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 5; ++round)
+        for (int i = 0; i < 8; ++i) {
+          const int k = (i + t) % 8;
+          if (bytesOf(f->read(std::size_t(k))) != payloads[k]) ++bad;
+        }
+    });
+  for (auto& th : threads) th.join();
+  QCOMPARE(bad.load(), 0);
+#else
+  QSKIP("built without libzip");
+#endif
+}
+
+void tst_TensorFile::npzCorruptStreamFailsAtRead() {
+#ifdef QS_TEST_HAVE_ZIP
+  // The header decompresses fine at open; the damage near the end of the stream shows at read().
+  QByteArray payload(400000, '\0');
+  for (qsizetype i = 0; i < payload.size(); ++i) payload[i] = char((i * i) >> 7);
+  QByteArray zip = zipImage({{"w.npy", npyBytes(qs::DType::U8, {400000}, payload), true}});
+  const auto [at, size] = firstMemberData(zip);
+  QVERIFY(size > 1000);
+  for (qsizetype i = at + size - 600; i < at + size - 500; ++i) zip[i] = char(~zip[i]);
+  QTemporaryDir dir;
+  const QString path = writeFile(dir, "late.npz", zip);
+  auto f = qs::open_tensor_file(path.toStdString());
+  QCOMPARE(f->tensors().size(), std::size_t(1));
+  QString msg;
+  try {
+    f->read(0);
+  } catch (const qs::IoError& e) {
+    msg = QString::fromUtf8(e.what());
+  }
+  QVERIFY2(msg.startsWith(path + ": w.npy: "), qPrintable(msg));
+  QVERIFY2(!msg.contains('\n'), qPrintable(msg));
+#else
+  QSKIP("built without libzip");
+#endif
+}
+
+// --- all formats ---------------------------------------------------------------------------------
+
+void tst_TensorFile::nanInfReadFine_data() {
+  QTest::addColumn<QString>("kind");
+  QTest::addColumn<qs::DType>("dtype");
+  for (const char* kind : {"npy", "npz", "safetensors"})
+    for (qs::DType t : {qs::DType::F32, qs::DType::F64, qs::DType::F16})
+      QTest::addRow("%s %s", kind, qs::to_string(t)) << QString(kind) << t;
+  QTest::addRow("safetensors bfloat16") << "safetensors" << qs::DType::BF16;
+  QTest::addRow("safetensors float8_e4m3fn") << "safetensors" << qs::DType::F8E4M3;
+  QTest::addRow("safetensors float8_e5m2") << "safetensors" << qs::DType::F8E5M2;
+}
+
+void tst_TensorFile::nanInfReadFine() {
+  QFETCH(QString, kind);
+  QFETCH(qs::DType, dtype);
+  if (kind == "safetensors" && !haveSafetensors()) QSKIP("built without nlohmann-json");
+  if (kind == "npz" && !haveNpz()) QSKIP("built without libzip");
+  // NaN, +inf, -inf, -0 in each dtype's own encoding (float8 e4m3fn has no inf: NaN, max, -max, -0).
+  QByteArray data;
+  switch (dtype) {
+    case qs::DType::F32: data = QByteArray("\x00\x00\xc0\x7f\x00\x00\x80\x7f\x00\x00\x80\xff\x00\x00\x00\x80", 16); break;
+    case qs::DType::F64:
+      data = le64(0x7ff8000000000000ull) + le64(0x7ff0000000000000ull) + le64(0xfff0000000000000ull) +
+             le64(0x8000000000000000ull);
+      break;
+    case qs::DType::F16: data = QByteArray("\x00\x7e\x00\x7c\x00\xfc\x00\x80", 8); break;
+    case qs::DType::BF16: data = QByteArray("\xc0\x7f\x80\x7f\x80\xff\x00\x80", 8); break;
+    case qs::DType::F8E4M3: data = QByteArray("\x7f\x7e\xfe\x80", 4); break;
+    case qs::DType::F8E5M2: data = QByteArray("\x7f\x7c\xfc\x80", 4); break;
+    default: QFAIL("no row for this dtype");
+  }
+  QTemporaryDir dir;
+  QString path;
+  if (kind == "npy") {
+    path = writeFile(dir, "x.npy", npyBytes(dtype, {4}, data));
+  } else if (kind == "npz") {
+#ifdef QS_TEST_HAVE_ZIP
+    path = writeFile(dir, "x.npz", zipImage({{"x.npy", npyBytes(dtype, {4}, data), true}}));
+#endif
+  } else {
+    const char* st = nullptr;
+    for (const DtypeCase& c : kStDtypes)
+      if (c.dtype == dtype) st = c.st;
+    path = writeFile(dir, "x.safetensors", safetensorsImage({{"x", st, {4}, data}}));
+  }
+  auto f = qs::open_tensor_file(path.toStdString());
+  const qs::TensorBytes b = f->read(0);
+  QCOMPARE(bytesOf(b), data);
+  float v[4];
+  qs::convert_to_f32(dtype, b.data, 4, v);
+  QVERIFY(std::isnan(v[0]));
+  if (dtype == qs::DType::F8E4M3) {
+    QCOMPARE(v[1], 448.0f);
+    QCOMPARE(v[2], -448.0f);
+  } else {
+    QCOMPARE(v[1], std::numeric_limits<float>::infinity());
+    QCOMPARE(v[2], -std::numeric_limits<float>::infinity());
+  }
+  QCOMPARE(std::bit_cast<uint32_t>(v[3]), 0x80000000u);
+}
+
+void tst_TensorFile::dispatch_data() {
+  QTest::addColumn<QString>("fileName");
+  QTest::addColumn<QByteArray>("bytes");
+  QTest::addColumn<QString>("kind");  // the reader chosen; "" = an error is expected
+  QTest::addColumn<QString>("error"); // a substring of that error
+  const QByteArray npy = npyBytes(qs::DType::F32, {2}, patternBytes(8));
+  const QByteArray st = safetensorsImage({{"w", "F32", {2}, patternBytes(8)}});
+  QTest::newRow("npy magic, odd extension") << "a.bin" << npy << "npy" << "";
+  QTest::newRow("safetensors magic, no extension") << "model" << st << "safetensors" << "";
+  QTest::newRow("safetensors magic, .npy extension") << "wrong.npy" << st << "safetensors" << "";
+#ifdef QS_TEST_HAVE_ZIP
+  const QByteArray npz = zipImage({{"w.npy", npy, true}});
+  QTest::newRow("zip magic, .dat extension") << "a.dat" << npz << "npz" << "";
+  QTest::newRow("empty zip (PK\\5\\6)") << "empty.npz" << zipImage({}) << "npz" << "";
+#endif
+  QTest::newRow("unknown bytes, unknown extension") << "notes.txt" << QByteArray("hello world, no tensors")
+                                                    << "" << "not a recognised tensor file (supported: .npy, .npz";
+  QTest::newRow("empty file, unknown extension") << "empty.bin" << QByteArray() << "" << "empty file";
+  QTest::newRow("empty .npy") << "empty.npy" << QByteArray() << "" << "empty file, not a .npy file";
+  QTest::newRow("short .safetensors") << "short.safetensors" << QByteArray("\x10\x00\x00", 3) << ""
+                                      << "too short for the 8-byte header length";
+  QTest::newRow("garbage .onnx goes to the onnx reader") << "m.onnx" << QByteArray("\x01\x02garbage") << "" << "";
+}
+
+void tst_TensorFile::dispatch() {
+  QFETCH(QString, fileName);
+  QFETCH(QByteArray, bytes);
+  QFETCH(QString, kind);
+  QFETCH(QString, error);
+  QTemporaryDir dir;
+  const QString path = writeFile(dir, fileName, bytes);
+  if ((kind == "safetensors" && !haveSafetensors()) || (kind == "npz" && !haveNpz())) QSKIP("reader not built");
+  if (!kind.isEmpty()) {
+    auto f = qs::open_tensor_file(path.toStdString());
+    QCOMPARE(QString::fromStdString(f->kind()), kind);
+    return;
+  }
+  const QString msg = openAndReadAllError(path);
+  QVERIFY2(msg.startsWith(path + ": "), qPrintable(msg));
+  QVERIFY2(!msg.contains('\n'), qPrintable(msg));
+  QVERIFY2(msg.contains(error), qPrintable(msg));
+}
+
+void tst_TensorFile::badInput_data() {
+  QTest::addColumn<QString>("fileName");
+  QTest::addColumn<QByteArray>("bytes");
+  QTest::addColumn<qint64>("sparseSize");  // > 0: extend the file (sparsely) to this size
+  QTest::addColumn<QString>("tensor");      // named in the message as "<file>: <tensor>: " ("" = none)
+  QTest::addColumn<QString>("expected");    // a substring of the one-line message
+
+  // .safetensors
+  const QByteArray f4x2 = patternBytes(8);
+  auto entry = [](const char* name, const char* dtype, const char* shape, const char* offsets) {
+    return QByteArray("\"") + name + "\":{\"dtype\":\"" + dtype + "\",\"shape\":" + shape + ",\"data_offsets\":" +
+           offsets + "}";
+  };
+  auto one = [&](const char* dtype, const char* shape, const char* offsets, const QByteArray& data) {
+    return safetensorsRaw("{" + entry("w", dtype, shape, offsets) + "}", data);
+  };
+  const QByteArray good = safetensorsImage({{"w", "F32", {2}, f4x2}});
+  auto row = [](const char* name) -> QTestData& { return QTest::newRow(name); };
+  row("st empty file") << "m.safetensors" << QByteArray() << 0ll << "" << "empty file";
+  row("st truncated in the length") << "m.safetensors" << good.left(5) << 0ll << "" << "truncated: 5 bytes";
+  row("st truncated in the header") << "m.safetensors" << good.left(20) << 0ll << "" << "runs past the end of the file";
+  row("st truncated in the data") << "m.safetensors" << good.left(good.size() - 1) << 0ll << "w"
+                                  << "run past the end of the data section (7 bytes)";
+  row("st header length beyond the file") << "m.safetensors" << le64(1000) + "{}" << 0ll << ""
+                                          << "header length 1000 runs past the end of the file (10 bytes)";
+  row("st header length 2^64-1") << "m.safetensors" << le64(~0ull) + "{}" << 0ll << "" << "above the 100 MB limit";
+  row("st header length above 100 MB") << "m.safetensors" << le64(100'000'001) + "{}" << 110'000'000ll << ""
+                                       << "header length 100000001 is above the 100 MB limit";
+  row("st wrong magic (no '{')") << "m.safetensors" << safetensorsRaw("  {}") << 0ll << ""
+                                 << "header is not a JSON object";
+  row("st non-object JSON: array") << "m.safetensors" << safetensorsRaw("[1, 2]") << 0ll << ""
+                                   << "header is not a JSON object";
+  row("st non-object JSON: string") << "m.safetensors" << safetensorsRaw("\"w\"") << 0ll << ""
+                                    << "header is not a JSON object";
+  row("st invalid JSON") << "m.safetensors" << safetensorsRaw("{\"w\": {\"dtype\": }") << 0ll << ""
+                         << "header is not valid JSON: parse error";
+  row("st JSON with trailing garbage") << "m.safetensors" << safetensorsRaw("{} x") << 0ll << ""
+                                       << "header is not valid JSON";
+  row("st invalid UTF-8 in a name") << "m.safetensors" << safetensorsRaw("{\"\xff\":1}") << 0ll << ""
+                                    << "header is not valid JSON";
+  row("st JSON nested 100 deep") << "m.safetensors"
+                                 << safetensorsRaw("{\"w\":" + QByteArray(100, '[') + QByteArray(100, ']') + "}")
+                                 << 0ll << "" << "nests deeper than";
+  row("st duplicate tensor name") << "m.safetensors"
+                                  << safetensorsRaw("{" + entry("w", "F32", "[2]", "[0,8]") + "," +
+                                                    entry("w", "F32", "[2]", "[0,8]") + "}",
+                                                    f4x2)
+                                  << 0ll << "" << "the key 'w' twice";
+  row("st entry not an object") << "m.safetensors" << safetensorsRaw("{\"w\": [1, 2]}") << 0ll << "w"
+                                << "entry is not an object";
+  row("st no dtype") << "m.safetensors" << safetensorsRaw(R"({"w":{"shape":[2],"data_offsets":[0,8]}})", f4x2)
+                     << 0ll << "w" << "no 'dtype'";
+  row("st no shape") << "m.safetensors" << safetensorsRaw(R"({"w":{"dtype":"F32","data_offsets":[0,8]}})", f4x2)
+                     << 0ll << "w" << "no 'shape'";
+  row("st no data_offsets") << "m.safetensors" << safetensorsRaw(R"({"w":{"dtype":"F32","shape":[2]}})", f4x2) << 0ll
+                            << "w" << "no 'data_offsets'";
+  row("st unknown dtype F8_E8M0") << "m.safetensors" << one("F8_E8M0", "[2]", "[0,2]", f4x2) << 0ll << "w"
+                                  << "unsupported dtype 'F8_E8M0' (supported: F64, F32";
+  row("st unknown dtype C64") << "m.safetensors" << one("C64", "[1]", "[0,8]", f4x2) << 0ll << "w"
+                              << "unsupported dtype 'C64'";
+  row("st dtype not a string") << "m.safetensors"
+                               << safetensorsRaw(R"({"w":{"dtype":4,"shape":[2],"data_offsets":[0,8]}})", f4x2) << 0ll
+                               << "w" << "'dtype' is not a string";
+  row("st negative dim") << "m.safetensors" << one("F32", "[-2]", "[0,8]", f4x2) << 0ll << "w"
+                         << "negative dimension -2";
+  row("st fractional dim") << "m.safetensors" << one("F32", "[2.0]", "[0,8]", f4x2) << 0ll << "w"
+                           << "other than non-negative integers";
+  row("st dim beyond uint64") << "m.safetensors" << one("F32", "[99999999999999999999999]", "[0,8]", f4x2) << 0ll
+                              << "w" << "other than non-negative integers";
+  row("st dim beyond int64") << "m.safetensors" << one("U8", "[9223372036854775808]", "[0,8]", f4x2) << 0ll << "w"
+                             << "is too large";
+  row("st shape product overflows") << "m.safetensors" << one("F32", "[4294967296,4294967296]", "[0,8]", f4x2)
+                                    << 0ll << "w" << "overflows";
+  row("st overflow behind a zero dim") << "m.safetensors"
+                                       << one("F32", "[0,4294967296,4294967296]", "[0,0]", f4x2) << 0ll << "w"
+                                       << "overflows";
+  row("st byte size overflows") << "m.safetensors" << one("F64", "[2305843009213693952]", "[0,8]", f4x2) << 0ll
+                                << "w" << "byte size overflows";
+  row("st dtype x shape disagree") << "m.safetensors" << one("F32", "[3]", "[0,8]", f4x2) << 0ll << "w"
+                                   << "hold 8 bytes but shape [3] of F32 needs 12";
+  row("st dtype disagrees (F64)") << "m.safetensors" << one("F64", "[2]", "[0,8]", f4x2) << 0ll << "w"
+                                  << "needs 16";
+  row("st offsets past the end") << "m.safetensors" << one("F32", "[2]", "[4,12]", f4x2) << 0ll << "w"
+                                 << "data_offsets [4, 12) run past the end of the data section (8 bytes)";
+  row("st offsets near 2^64") << "m.safetensors"
+                              << one("U8", "[8]", "[18446744073709551608,18446744073709551615]", f4x2) << 0ll << "w"
+                              << "run past the end of the data section";
+  row("st offsets reversed") << "m.safetensors" << one("U8", "[0]", "[8,0]", f4x2) << 0ll << "w"
+                             << "end before they begin";
+  row("st offsets not a pair") << "m.safetensors" << one("F32", "[2]", "[0,8,8]", f4x2) << 0ll << "w"
+                               << "not a pair of non-negative integers";
+  row("st offsets negative") << "m.safetensors" << one("F32", "[2]", "[-8,0]", f4x2) << 0ll << "w"
+                             << "not a pair of non-negative integers";
+  row("st overlapping offsets") << "m.safetensors"
+                                << safetensorsRaw("{" + entry("a", "F32", "[2]", "[0,8]") + "," +
+                                                  entry("b", "F32", "[1]", "[4,8]") + "}",
+                                                  f4x2)
+                                << 0ll << "b" << "data_offsets [4, 8) overlap tensor 'a' [0, 8)";
+  row("st overlap with a tensor two back") << "m.safetensors"
+                                           << safetensorsRaw("{" + entry("a", "U8", "[8]", "[0,8]") + "," +
+                                                             entry("b", "U8", "[1]", "[2,3]") + "," +
+                                                             entry("c", "U8", "[2]", "[5,7]") + "}",
+                                                             f4x2)
+                                           << 0ll << "b" << "overlap tensor 'a'";
+  row("st control bytes in a name stay on one line") << "m.safetensors"
+                                                     << safetensorsRaw("{" + entry("a\\nb", "X", "[2]", "[0,8]") + "}", f4x2)
+                                                     << 0ll << "a\\x0ab" << "unsupported dtype 'X'";
+
+  // .npy
+  const QByteArray npy = npyBytes(qs::DType::F32, {2}, f4x2);
+  row("npy wrong magic") << "x.npy" << QByteArray(npy).replace(1, 5, "NUMPx") << 0ll << "" << "bad magic";
+  row("npy truncated header") << "x.npy" << npy.left(30) << 0ll << "" << "runs past the end";
+  row("npy truncated data") << "x.npy" << npy.left(npy.size() - 3) << 0ll << "" << "(truncated)";
+  row("npy shape product overflows") << "x.npy"
+                                     << npyRaw("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", f4x2)
+                                     << 0ll << "" << "overflows";
+
+  // .npz
+#ifdef QS_TEST_HAVE_ZIP
+  row("npz wrong magic") << "x.npz" << QByteArray("PX\x03\x04 not a zip at all") << 0ll << ""
+                         << "not a .npz file (not a zip archive)";
+  const QByteArray npz = zipImage({{"a.npy", npy, true}, {"b.npy", npy, false}});
+  row("npz truncated") << "x.npz" << npz.left(npz.size() / 2) << 0ll << "" << ".npz";
+  row("npz truncated end of central directory") << "x.npz" << npz.left(npz.size() - 4) << 0ll << "" << ".npz";
+  row("npz member not a valid .npy") << "x.npz" << zipImage({{"a.npy", "hello, world", true}}) << 0ll << "a.npy"
+                                     << "not a .npy file (bad magic";
+  row("npz member empty") << "x.npz" << zipImage({{"a.npy", "", false}}) << 0ll << "a.npy" << "empty file";
+  row("npz member with a bad dtype") << "x.npz"
+                                     << zipImage({{"a.npy", npyRaw("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", f4x2), true}})
+                                     << 0ll << "a.npy" << "unsupported dtype '>f4'";
+  row("npz member data truncated") << "x.npz" << zipImage({{"a.npy", npy.left(npy.size() - 2), true}}) << 0ll
+                                   << "a.npy" << "(truncated)";
+  row("npz member shape overflows") << "x.npz"
+                                    << zipImage({{"a.npy", npyRaw("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", f4x2), false}})
+                                    << 0ll << "a.npy" << "overflows";
+  {
+    QByteArray z = zipImage({{"a.npy", npy + QByteArray(4000, '\0'), true}});
+    const auto [at, size] = firstMemberData(z);
+    z[at] = char(0xff);  // BFINAL=1, BTYPE=11: a reserved block type
+    Q_UNUSED(size);
+    row("npz corrupt deflate stream (first block)") << "x.npz" << z << 0ll << "a.npy" << "";
+  }
+  {
+    QByteArray z = zipImage({{"a.npy", npy, true}});
+    const auto [at, size] = firstMemberData(z);
+    for (qsizetype i = at; i < at + size; ++i) z[i] = char(0x5a ^ z[i]);
+    row("npz corrupt deflate stream (all bytes)") << "x.npz" << z << 0ll << "a.npy" << "";
+  }
+  {
+    QByteArray z = zipImage({{"a.npy", npy, false}});
+    const auto [at, size] = firstMemberData(z);
+    z[at + size - 1] = char(z[at + size - 1] ^ 1);  // a data byte of a stored member: only the CRC knows
+    row("npz CRC mismatch") << "x.npz" << z << 0ll << "a.npy" << "";
+  }
+  {
+    QByteArray z = zipImage({{"a.npy", npy, false}, {"b.npy", npy, false}});
+    z.replace("b.npy", "a.npy");  // local and central names: two members with one name
+    row("npz duplicate member") << "x.npz" << z << 0ll << "" << "";
+  }
+  {
+    // The central directory claims a 4 GB uncompressed size for a few deflated bytes.
+    QByteArray z = zipImage({{"a.npy", npy, true}});
+    const qsizetype cd = z.lastIndexOf(QByteArray("PK\x01\x02", 4));
+    const qsizetype lh = 0;
+    for (qsizetype at : {cd + 24, lh + 22}) z.replace(at, 4, QByteArray("\xf0\xff\xff\xff", 4));
+    row("npz size beyond deflate ratio") << "x.npz" << z << 0ll << "" << "";
+  }
+#endif
+}
+
+void tst_TensorFile::badInput() {
+  QFETCH(QString, fileName);
+  QFETCH(QByteArray, bytes);
+  QFETCH(qint64, sparseSize);
+  QFETCH(QString, tensor);
+  QFETCH(QString, expected);
+  if (fileName.endsWith(".safetensors") && !haveSafetensors()) QSKIP("built without nlohmann-json");
+  if (fileName.endsWith(".npz") && !haveNpz()) QSKIP("built without libzip");
+  QTemporaryDir dir;
+  const QString path = writeFile(dir, fileName, bytes);
+  if (sparseSize > 0) QVERIFY(QFile::resize(path, sparseSize));
+  const QString msg = openAndReadAllError(path);
+  QVERIFY2(!msg.isEmpty(), "no qs::IoError thrown");
+  if (qEnvironmentVariableIsSet("QS_SHOW_ERRORS")) qInfo("%s", qPrintable(msg));
+  QVERIFY2(!msg.contains('\n') && !msg.contains('\r'), qPrintable(msg));
+  const QString prefix = path + ": " + (tensor.isEmpty() ? QString() : tensor + ": ");
+  QVERIFY2(msg.startsWith(prefix), qPrintable(msg));
+  QVERIFY2(msg.contains(expected), qPrintable(msg));
+}
+
+void tst_TensorFile::readIndexOutOfRange() {
+  QTemporaryDir dir;
+  const QString path = writeFile(dir, "x.npy", npyBytes(qs::DType::U8, {3}, "abc"));
+  auto f = qs::open_tensor_file(path.toStdString());
+  QVERIFY_THROWS_EXCEPTION(qs::IoError, f->read(1));
+  if (haveSafetensors()) {
+    const QString p2 = writeFile(dir, "x.safetensors", safetensorsImage({{"w", "U8", {3}, "abc"}}));
+    QVERIFY_THROWS_EXCEPTION(qs::IoError, qs::open_tensor_file(p2.toStdString())->read(7));
+  }
+  const QString missing = dir.filePath("missing.safetensors");
+  QVERIFY(openAndReadAllError(missing).startsWith(missing + ": cannot open: "));
+  QVERIFY(openAndReadAllError(dir.path()).contains("is a directory"));
+}
+
+// Not a check: with QS_FUZZ_CORPUS=DIR set, writes the seed corpora of tests/fuzz/ (DIR/npy, DIR/npz,
+// DIR/safetensors) from the same writers the tests use. `QS_FUZZ_CORPUS=tests/fuzz/corpus
+// build/tests/tst_tensorfile writeFuzzCorpus`
+void tst_TensorFile::writeFuzzCorpus() {
+  const QString root = qEnvironmentVariable("QS_FUZZ_CORPUS");
+  if (root.isEmpty()) QSKIP("set QS_FUZZ_CORPUS=DIR to write the fuzz seed corpora");
+  auto put = [&](const QString& kind, const QString& name, const QByteArray& bytes) {
+    QVERIFY(QDir().mkpath(root + "/" + kind));
+    QFile f(root + "/" + kind + "/" + name);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(bytes);
+  };
+  // .npy: every dtype, scalar / empty / 2-d, and a v2 header.
+  for (qs::DType t : kNpyDtypes)
+    put("npy", QString("%1_2x3.npy").arg(qs::to_string(t)), npyBytes(t, {2, 3}, patternBytes(qsizetype(6 * qs::dtype_size(t)))));
+  put("npy", "float32_scalar.npy", npyBytes(qs::DType::F32, {}, patternBytes(4)));
+  put("npy", "float64_empty.npy", npyBytes(qs::DType::F64, {0, 3}, {}));
+  put("npy", "v2_header.npy", npyRaw("{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }", patternBytes(4), 0, 2));
+  put("npy", "v3_header.npy", npyRaw("{'descr': '<u2', 'fortran_order': False, 'shape': (1, 2), }", patternBytes(4), 3, 3));
+
+  // .safetensors: every dtype in one file, metadata, an empty tensor, keys out of offset order.
+  QList<StTensor> all;
+  for (const DtypeCase& c : kStDtypes)
+    all << StTensor{QByteArray("t.") + c.st, c.st, {2}, patternBytes(qsizetype(2 * qs::dtype_size(c.dtype)))};
+  put("safetensors", "all_dtypes.safetensors", safetensorsImage(all, R"({"format":"pt"})"));
+  put("safetensors", "scalar_and_empty.safetensors",
+      safetensorsImage({{"s", "F32", {}, patternBytes(4)}, {"e", "BF16", {0, 4}, {}}, {"m", "F16", {2, 2}, patternBytes(8)}}));
+  put("safetensors", "empty.safetensors", safetensorsImage({}));
+
+#ifdef QS_TEST_HAVE_ZIP
+  // .npz: stored (np.savez) and deflated (np.savez_compressed), a non-tensor member, an empty archive.
+  const QByteArray a = npyBytes(qs::DType::F32, {2, 2}, patternBytes(16)), b = npyBytes(qs::DType::I8, {5}, patternBytes(5));
+  put("npz", "stored.npz", zipImage({{"arr_0.npy", a, false}, {"arr_1.npy", b, false}}));
+  put("npz", "deflated.npz", zipImage({{"w.npy", a, true}, {"b.npy", b, true}}));
+  put("npz", "mixed.npz", zipImage({{"notes.txt", "hi", true}, {"x.npy", b, false}, {"y.npy", a, true}}));
+  put("npz", "empty.npz", zipImage({}));
+#endif
+}
+
+QTEST_APPLESS_MAIN(tst_TensorFile)
+#include "tst_tensorfile.moc"
