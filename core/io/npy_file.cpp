@@ -25,11 +25,7 @@ class NpyFile final : public TensorFile {
 
   TensorBytes read(std::size_t index) const override {
     if (index != 0) throw IoError(path_ + ": no tensor #" + std::to_string(index) + " (a .npy file holds one)");
-    TensorBytes b;
-    b.data = map_->data + offset_;
-    b.size = map_->size - offset_;  // parse_npy_header checked it is exactly nbytes()
-    b.owner = map_;
-    return b;
+    return MappedFile::view(map_, offset_, map_->size - offset_);  // parse_npy_header checked the size
   }
 
  private:

@@ -84,11 +84,7 @@ class SafetensorsFile final : public TensorFile {
     if (index >= offsets_.size())
       throw IoError(path_ + ": no tensor #" + std::to_string(index) + " (the file has " +
                     std::to_string(offsets_.size()) + ")");
-    TensorBytes b;
-    b.data = map_->data + data_start_ + offsets_[index];
-    b.size = tensors_[index].nbytes();
-    b.owner = map_;
-    return b;
+    return MappedFile::view(map_, data_start_ + offsets_[index], tensors_[index].nbytes());
   }
 
  private:

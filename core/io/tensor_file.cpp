@@ -60,6 +60,23 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
   return m;
 }
 
+TensorBytes MappedFile::view(const std::shared_ptr<const MappedFile>& map, std::size_t offset, std::size_t size) {
+  TensorBytes b;
+  b.data = map->data + offset;
+  b.size = size;
+  if (size == 0) {
+    b.owner = map;
+    return b;
+  }
+  // The deleter holds the map alive until the view is gone, then drops the view's whole pages.
+  b.owner = std::shared_ptr<const void>(b.data, [map, offset, size](const void*) {
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t begin = (offset + page - 1) / page * page, end = (offset + size) / page * page;
+    if (end > begin) ::madvise(const_cast<uint8_t*>(map->data) + begin, end - begin, MADV_DONTNEED);
+  });
+  return b;
+}
+
 namespace {
 
 std::string lower_extension(const std::string& path) {

@@ -66,6 +66,9 @@ struct MappedFile {
   std::size_t size = 0;
   ~MappedFile();
   static std::shared_ptr<const MappedFile> open(const std::string& path);
+  // A view of [offset, offset + size) whose release tells the kernel the pages are no longer
+  // needed (madvise DONTNEED), so resident memory follows the tensor in use, not the whole file.
+  static TensorBytes view(const std::shared_ptr<const MappedFile>& map, std::size_t offset, std::size_t size);
 };
 
 }  // namespace qs
