@@ -63,6 +63,24 @@ void run_cuda_selftest(const std::function<void(const SelftestCase&)>& report) {
             c.passed = false;
             c.detail = "stats differ";
           }
+          // Values only: the kernel's fast path (plain formats) against the same reference values.
+          std::vector<float> v_fast(n);
+          job.codes16 = nullptr;
+          job.values = v_fast.data();
+          const EncodeStats s_fast = cuda::encode_f32_cuda(f, opt, job);
+          for (std::size_t i = 0; i < n && c.passed; ++i) {
+            uint32_t a, b;
+            std::memcpy(&a, &v_ref[i], 4);
+            std::memcpy(&b, &v_fast[i], 4);
+            if (!(std::isnan(v_ref[i]) && std::isnan(v_fast[i])) && a != b) {
+              c.passed = false;
+              c.detail = "values-only kernel, element " + std::to_string(i);
+            }
+          }
+          if (c.passed && (s_ref.overflow != s_fast.overflow || s_ref.underflow != s_fast.underflow || s_ref.nan != s_fast.nan)) {
+            c.passed = false;
+            c.detail = "values-only kernel: stats differ";
+          }
           report(c);
         }
   }

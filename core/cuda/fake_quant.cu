@@ -52,8 +52,9 @@ __device__ __forceinline__ void flush_counts(BitsCounts c, DeviceCounts* out) {
   }
 }
 
-// Four consecutive elements per thread and step (16-byte loads and stores), grid-stride.
-template <bool Stoch>
+// Four consecutive elements per thread and step (16-byte loads and stores), grid-stride. `Fast`:
+// plain formats without code output take the bit-rounding fast path, falling back per element.
+template <bool Stoch, bool Fast>
 __global__ void fake_quant_kernel(KernelParams p, const float* __restrict__ x, float* __restrict__ y,
                                   uint16_t* __restrict__ codes, std::size_t n, uint64_t index0,
                                   DeviceCounts* counts) {
@@ -68,10 +69,10 @@ __global__ void fake_quant_kernel(KernelParams p, const float* __restrict__ x, f
     for (int k = 0; k < 4; ++k) {
       const uint64_t idx = index0 + 4 * i + k;
       const uint32_t rnd = Stoch ? stochastic_bits(p.seed, idx) : 0u;
-      encode_bits(p, in[k], rnd, code[k], out[k], c);
+      if (!Fast || !fast_bits(p, in[k], rnd, out[k], c)) encode_bits(p, in[k], rnd, code[k], out[k], c);
     }
     if (y) reinterpret_cast<float4*>(y)[i] = make_float4(out[0], out[1], out[2], out[3]);
-    if (codes)
+    if (!Fast && codes)
       for (int k = 0; k < 4; ++k) codes[4 * i + k] = uint16_t(code[k]);
   }
   // Tail (n % 4 elements): the first threads of block 0.
@@ -94,8 +95,14 @@ void launch_fake_quant(const KernelParams& p, const float* x, float* y, uint16_t
   const int threads = 256;
   const std::size_t want = (n / 4 + threads - 1) / threads;
   const int blocks = int(std::max<std::size_t>(1, std::min<std::size_t>(want, std::size_t(sms) * 8)));
-  if (p.stochastic) fake_quant_kernel<true><<<blocks, threads, 0, stream>>>(p, x, y, codes, n, index0, counts);
-  else fake_quant_kernel<false><<<blocks, threads, 0, stream>>>(p, x, y, codes, n, index0, counts);
+  const bool fast = p.fast_ok && !codes;
+  if (p.stochastic) {
+    if (fast) fake_quant_kernel<true, true><<<blocks, threads, 0, stream>>>(p, x, y, codes, n, index0, counts);
+    else fake_quant_kernel<true, false><<<blocks, threads, 0, stream>>>(p, x, y, codes, n, index0, counts);
+  } else {
+    if (fast) fake_quant_kernel<false, true><<<blocks, threads, 0, stream>>>(p, x, y, codes, n, index0, counts);
+    else fake_quant_kernel<false, false><<<blocks, threads, 0, stream>>>(p, x, y, codes, n, index0, counts);
+  }
   check(cudaGetLastError(), "kernel launch");
 }
 

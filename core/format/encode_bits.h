@@ -29,7 +29,8 @@ QS_HD uint32_t float_to_bits(float f) {
 // y = x / scale (when scale != 1) is encoded; `value` receives decode(code) * scale.
 QS_HD void encode_bits(const KernelParams& p, float x, uint32_t rnd, uint32_t& code_out, float& value_out,
                        BitsCounts& cnt) {
-  const float y = p.scale != 1.0f ? x / p.scale : x;
+  // NaN keeps its own sign through the scaling: GPUs return a canonical (positive) NaN from x / s.
+  const float y = (p.scale != 1.0f && x == x) ? x / p.scale : x;
   const uint32_t u = float_to_bits(y);
   const bool neg = (u >> 31) != 0;
   uint32_t a = u & 0x7fffffffu;
@@ -116,6 +117,43 @@ QS_HD void encode_bits(const KernelParams& p, float x, uint32_t rnd, uint32_t& c
   cnt.nan += isnan ? 1u : 0u;
   code_out = code;
   value_out = p.scale != 1.0f ? v * p.scale : v;
+}
+
+// The fast path of encode_simd_impl.h for one element (plain formats, values only): returns false
+// when the element needs encode_bits (NaN, inf, ieee overflow, a stochastic subnormal).
+QS_HD bool fast_bits(const KernelParams& p, float x, uint32_t rnd, float& value_out, BitsCounts& cnt) {
+  const float y = p.scale != 1.0f ? x / p.scale : x;
+  const uint32_t u = float_to_bits(y);
+  const uint32_t sign = u & 0x80000000u;
+  uint32_t a = u & 0x7fffffffu;
+  if (a >= 0x7f800000u) return false;
+  bool clipped = false;
+  if (p.saturate && a > p.max_bits) {
+    clipped = a >= p.ovf_bits;
+    a = p.max_bits;
+  }
+  const uint32_t s0 = 23u - uint32_t(p.M);
+  const uint32_t keep = ~((1u << s0) - 1u);
+  const bool sub = a < p.min_normal_bits;
+  float v;
+  if (!p.stochastic) {
+    if (sub) {
+      v = (bits_to_float(a) + p.magic) - p.magic;
+    } else {
+      v = bits_to_float((a + ((a >> s0) & 1u) + ((1u << (s0 - 1u)) - 1u)) & keep);
+    }
+  } else {
+    if (sub && a != 0u) return false;
+    v = sub ? 0.0f : bits_to_float((a + (~rnd >> (32u - s0))) & keep);
+  }
+  const uint32_t vb = float_to_bits(v);
+  if (!p.saturate && vb > p.max_bits) return false;
+  const uint32_t sgn = p.has_neg_zero ? sign : (vb != 0u ? sign : 0u);
+  v = bits_to_float(vb | sgn);
+  cnt.overflow += clipped ? 1u : 0u;
+  cnt.underflow += (vb == 0u && a != 0u) ? 1u : 0u;
+  value_out = p.scale != 1.0f ? v * p.scale : v;
+  return true;
 }
 
 }  // namespace qs
