@@ -775,24 +775,24 @@ void tst_TensorFile::badInput_data() {
     const auto [at, size] = firstMemberData(z);
     z[at] = char(0xff);  // BFINAL=1, BTYPE=11: a reserved block type
     Q_UNUSED(size);
-    row("npz corrupt deflate stream (first block)") << "x.npz" << z << 0ll << "a.npy" << "";
+    row("npz corrupt deflate stream (first block)") << "x.npz" << z << 0ll << "a.npy" << "cannot decompress";
   }
   {
     QByteArray z = zipImage({{"a.npy", npy, true}});
     const auto [at, size] = firstMemberData(z);
     for (qsizetype i = at; i < at + size; ++i) z[i] = char(0x5a ^ z[i]);
-    row("npz corrupt deflate stream (all bytes)") << "x.npz" << z << 0ll << "a.npy" << "";
+    row("npz corrupt deflate stream (all bytes)") << "x.npz" << z << 0ll << "a.npy" << "cannot decompress";
   }
   {
     QByteArray z = zipImage({{"a.npy", npy, false}});
     const auto [at, size] = firstMemberData(z);
     z[at + size - 1] = char(z[at + size - 1] ^ 1);  // a data byte of a stored member: only the CRC knows
-    row("npz CRC mismatch") << "x.npz" << z << 0ll << "a.npy" << "";
+    row("npz CRC mismatch") << "x.npz" << z << 0ll << "a.npy" << "CRC error";
   }
   {
     QByteArray z = zipImage({{"a.npy", npy, false}, {"b.npy", npy, false}});
     z.replace("b.npy", "a.npy");  // local and central names: two members with one name
-    row("npz duplicate member") << "x.npz" << z << 0ll << "" << "";
+    row("npz duplicate member") << "x.npz" << z << 0ll << "" << "two members have the same name";
   }
   {
     // The central directory claims a 4 GB uncompressed size for a few deflated bytes.
@@ -800,7 +800,15 @@ void tst_TensorFile::badInput_data() {
     const qsizetype cd = z.lastIndexOf(QByteArray("PK\x01\x02", 4));
     const qsizetype lh = 0;
     for (qsizetype at : {cd + 24, lh + 22}) z.replace(at, 4, QByteArray("\xf0\xff\xff\xff", 4));
-    row("npz size beyond deflate ratio") << "x.npz" << z << 0ll << "" << "";
+    row("npz size beyond deflate ratio") << "x.npz" << z << 0ll << "a.npy" << "more than deflate can expand";
+  }
+  {
+    // Method 12 (bzip2) in the local and the central header: numpy never writes it, so refuse it.
+    QByteArray z = zipImage({{"a.npy", npy, false}});
+    const qsizetype cd = z.lastIndexOf(QByteArray("PK\x01\x02", 4));
+    z[8] = z[cd + 10] = char(12);
+    row("npz unsupported compression method") << "x.npz" << z << 0ll << "a.npy"
+                                              << "compression method 12 is not supported";
   }
 #endif
 }

@@ -125,6 +125,7 @@ class NpzFile final : public TensorFile {
       const std::string msg = printable(zip_error_strerror(&err));
       zip_error_fini(&err);
       if (code == ZIP_ER_NOZIP) fail(map_->size == 0 ? "empty file, not a .npz file" : "not a .npz file (not a zip archive)");
+      if (code == ZIP_ER_EXISTS) fail("not a valid .npz (zip) file: two members have the same name");
       fail("not a valid .npz (zip) file: " + msg);
     }
     zip_error_fini(&err);

@@ -1,7 +1,8 @@
 // .safetensors reader: the JSON header is parsed with nlohmann::json and checked in full at open
 // (dtype, shape overflow, data_offsets within the data section, sized dtype x shape, no overlaps);
 // read() is a view into a memory map, so memory follows the tensor being used, not the file.
-// Tensors are listed in file order (by data offset; empty tensors at one offset by name).
+// Tensors are listed in file order (by data offset; empty tensors at one offset by name). Unused bytes
+// between tensors are accepted (the reference library refuses them); overlapping ranges are not.
 // Exercise: tests/tst_tensorfile.cpp, tests/fuzz/fuzz_safetensors.cpp.
 #include "io/tensor_file.h"
 

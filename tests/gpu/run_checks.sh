@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The GPU machine's checks in one command (no Qt there): build core + CLI with CUDA, run the CLI
+# tests, the CUDA self-test, the quantize / GEMM / analyze benchmarks and the independent oracles
+# (numpy, ml_dtypes). Usage: tests/gpu/run_checks.sh OUT_DIR [extra cmake args]
+#   OUT_DIR receives one log per step; a summary goes to stdout.
+# Needs: cmake, ninja, nvcc, Eigen; CLI11 and nlohmann-json headers (pass -DQS_DEPS_DIR=<prefix>
+# -DCMAKE_PREFIX_PATH=<prefix> where they are not installed); python3 with numpy and ml_dtypes.
+set -u
+out=${1:?usage: tests/gpu/run_checks.sh OUT_DIR [cmake args]}; shift
+mkdir -p "$out"
+cd "$(dirname "$0")/../.."
+cli=build-gpu/quantscope-cli
+cmake -S . -B build-gpu -G Ninja -DQS_BUILD_GUI=OFF -DQS_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a "$@" > "$out/configure.log" 2>&1 &&
+  cmake --build build-gpu -j"$(nproc)" > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+ctest --test-dir build-gpu --output-on-failure > "$out/ctest.log" 2>&1; grep -E "tests passed|FAILED" "$out/ctest.log"
+$cli selftest --backend cuda > "$out/selftest_cuda.log" 2>&1; grep -E "^FAIL|passed," "$out/selftest_cuda.log" | tail -5
+for r in nearest stochastic; do
+  $cli bench quantize --backend cuda --format e4m3fn --n 268435456 --rounding $r --reps 20 2>/dev/null
+done | tee "$out/bench_quantize_cuda.csv"
+for r in nearest stochastic; do
+  $cli bench quantize --backend cpu --format e4m3fn --n 67108864 --threads 1 --rounding $r 2>/dev/null
+done | tee "$out/bench_quantize_cpu.csv"
+$cli bench gemm --backend cpu --threads 1 --sizes 1024,2048 2>&1 | tee "$out/bench_gemm_cpu.csv"
+$cli bench analyze --size-mb 1024 --tensors 256 --threads 1 | tee "$out/bench_analyze.csv"
+python3 tests/oracle/check_ml_dtypes.py $cli "$(mktemp -d)" > "$out/oracle_ml_dtypes.log" 2>&1; tail -1 "$out/oracle_ml_dtypes.log"
+models=$(ls .deps/models/*.onnx 2>/dev/null)
+python3 tests/oracle/check_analyze.py $cli $models > "$out/oracle_analyze.log" 2>&1; tail -6 "$out/oracle_analyze.log"
