@@ -6,6 +6,7 @@
 #include "cuda/device.h"
 #if defined(QS_HAVE_CUDA)
 #include "cuda/fake_quant.cuh"
+#include "cuda/quantize_int8.cuh"
 #endif
 #include "io/atomic_file.h"
 
@@ -58,6 +59,38 @@ void add_bench(CLI::App& app) {
     emit(out.str(), "");
     if (!o.csv.empty()) emit(out.str(), o.csv);
     std::fprintf(stderr, "# simd=%s, %zu elements checked against encode_ref before timing\n", r.simd.c_str(), r.checked);
+  });
+
+  auto* qi = bench->add_subcommand("quantize-int8", "Symmetric int8 quantization (per tensor or row) vs a device copy");
+  struct QiOpts {
+    std::string backend = "cuda", per = "row", dtype = "fp32", csv;
+    std::size_t rows = 8192, cols = 8192;
+    int reps = 20;
+  };
+  static QiOpts qo;
+  qi->add_option("--backend", qo.backend, "cuda")->capture_default_str();
+  qi->add_option("--rows", qo.rows, "Rows")->capture_default_str()->check(CLI::PositiveNumber);
+  qi->add_option("--cols", qo.cols, "Columns")->capture_default_str()->check(CLI::PositiveNumber);
+  qi->add_option("--per", qo.per, "row | tensor")->capture_default_str();
+  qi->add_option("--dtype", qo.dtype, "fp32 | fp16")->capture_default_str();
+  qi->add_option("--reps", qo.reps, "Timed repetitions (median)")->capture_default_str()->check(CLI::PositiveNumber);
+  qi->add_option("--csv", qo.csv, "Also write the CSV to this file");
+  qi->callback([] {
+    if (qo.backend != "cuda") throw std::runtime_error("bench quantize-int8 runs on --backend cuda only");
+    if (qo.per != "row" && qo.per != "tensor") throw std::runtime_error("--per must be row or tensor");
+    if (qo.dtype != "fp32" && qo.dtype != "fp16") throw std::runtime_error("--dtype must be fp32 or fp16");
+    const auto& d = cuda::device_info();
+    if (!d.available) throw std::runtime_error(d.message);
+    if (!qo.csv.empty()) check_writable(qo.csv);
+#if defined(QS_HAVE_CUDA)
+    const cuda::BenchInt8Result r =
+        cuda::bench_quantize_int8_cuda(qo.rows, qo.cols, qo.per == "row", qo.dtype == "fp16", qo.reps);
+    std::ostringstream out;
+    out << "backend,kernel,rows,cols,quant_gbps,memcpy_gbps,ratio\ncuda," << r.kernel << ',' << qo.rows << ','
+        << qo.cols << ',' << r.quant_gbps << ',' << r.memcpy_gbps << ',' << r.ratio << '\n';
+    emit(out.str(), "");
+    if (!qo.csv.empty()) emit(out.str(), qo.csv);
+#endif
   });
 
   auto* a = bench->add_subcommand("analyze", "Analyse a generated .safetensors file: GB/s and peak memory");

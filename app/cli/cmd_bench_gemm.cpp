@@ -43,7 +43,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 std::string csv_row(const BenchGemmRow& r) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s,%s,%d,%d,%d,%d,%.4f,%.2f,%.3f,%.6g\n", r.backend.c_str(), r.kernel.c_str(), r.M,
+  std::snprintf(buf, sizeof buf, "%s,%s,%d,%d,%d,%d,%.6g,%.2f,%.3f,%.6g\n", r.backend.c_str(), r.kernel.c_str(), r.M,
                 r.N, r.K, r.threads, r.median_ms, r.gops, r.speedup_vs_fp32, r.max_abs_err_vs_ref);
   return buf;
 }
@@ -103,13 +103,14 @@ void add_bench_gemm(CLI::App& bench) {
 
     std::string levels;
     for (SimdLevel l : available_gemm_levels()) levels += std::string(levels.empty() ? "" : " ") + gemm_level_name(l);
-    std::fprintf(stderr, "# int8 levels: %s; activations quantized per %s; each kernel checked before timing\n",
-                 levels.c_str(), o.act.c_str());
+    const std::string extra = bench_gemm_comparison();
+    std::fprintf(stderr, "# int8 levels: %s; activations quantized per %s; comparison: %s; each kernel checked before timing\n",
+                 levels.c_str(), o.act.c_str(), extra.empty() ? "none (oneDNN not built in)" : extra.c_str());
     const std::string header = "backend,kernel,M,N,K,threads,median_ms,gops,speedup_vs_fp32,max_abs_err_vs_ref\n";
     std::string all = header;
-    emit(header, "");
     bench_gemm_cpu(cfg, [&](const BenchGemmRow& r) {
       const std::string line = csv_row(r);
+      if (all.size() == header.size()) emit(header, "");  // after validation: an error prints no header
       all += line;
       emit(line, "");
       std::fprintf(stderr, "#   %s %dx%dx%d: %zu outputs checked, %d timed runs\n", r.kernel.c_str(), r.M, r.K, r.N,

@@ -4,12 +4,16 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <random>
 
 #include "cli/commands.h"
 #include "cuda/device.h"
 #include "format/selftest.h"
 #if defined(QS_HAVE_CUDA)
 #include "cuda/fake_quant.cuh"
+#include "cuda/quantize_int8.cuh"
+#include "io/npy.h"
+#include "quant/int8_quant.h"
 #endif
 
 namespace qs::cli {
@@ -84,6 +88,39 @@ void run_cuda_selftest(const std::function<void(const SelftestCase&)>& report) {
           report(c);
         }
   }
+  // Int8 quantization per tensor and per row, float32 and float16 inputs, odd shapes and specials.
+  const std::size_t shapes[][2] = {{1, 1}, {3, 5}, {17, 1000}, {64, 4096}, {2, 8191}};
+  std::mt19937 gen(11);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  for (const auto& sh : shapes)
+    for (bool per_row : {false, true})
+      for (bool f16 : {false, true}) {
+        const std::size_t rows = sh[0], cols = sh[1], n = rows * cols, ns = per_row ? rows : 1;
+        std::vector<float> x(n);
+        std::vector<uint16_t> h(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          x[i] = nd(gen) * float(1 + i % 7);
+          if (i % 997 == 5) x[i] = NAN;
+          if (i % 1999 == 7) x[i] = -INFINITY;
+          h[i] = float_to_half(x[i]);
+          if (f16) x[i] = half_to_float(h[i]);
+        }
+        std::vector<int8_t> q(n), qr(n);
+        std::vector<float> s(ns), sr(ns);
+        if (f16) {
+          quantize_int8_ref_f16(h.data(), rows, cols, per_row, qr.data(), sr.data());
+          cuda::quantize_int8_cuda(nullptr, h.data(), rows, cols, per_row, q.data(), s.data());
+        } else {
+          quantize_int8_ref(x.data(), rows, cols, per_row, qr.data(), sr.data());
+          cuda::quantize_int8_cuda(x.data(), nullptr, rows, cols, per_row, q.data(), s.data());
+        }
+        SelftestCase c;
+        c.name = "int8-quant/" + std::to_string(rows) + "x" + std::to_string(cols) + (per_row ? "/row" : "/tensor") +
+                 (f16 ? "/fp16" : "/fp32") + "/cuda";
+        c.passed = std::memcmp(q.data(), qr.data(), n) == 0 && std::memcmp(s.data(), sr.data(), ns * 4) == 0;
+        if (!c.passed) c.detail = "codes or scales differ from quantize_int8_ref";
+        report(c);
+      }
 }
 }  // namespace
 #endif

@@ -55,25 +55,53 @@ __device__ __forceinline__ void flush_counts(BitsCounts c, DeviceCounts* out) {
 // Four consecutive elements per thread and step (16-byte loads and stores), grid-stride. `Fast`:
 // plain formats without code output take the bit-rounding fast path, falling back per element.
 template <bool Stoch, bool Fast>
+__device__ __forceinline__ void encode4(const KernelParams& p, float4 v, uint64_t idx0, uint32_t& key_hi,
+                                        uint32_t& key, float4& out, uint32_t (&code)[4], BitsCounts& c) {
+  float in[4] = {v.x, v.y, v.z, v.w}, o[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    uint32_t rnd = 0;
+    if (Stoch) {
+      const uint64_t idx = idx0 + k;
+      const uint32_t hi = uint32_t(idx >> 32);
+      if (hi != key_hi) key_hi = hi, key = stochastic_key(p.seed, hi);  // changes once per 2^32 elements
+      rnd = stochastic_mix(key, uint32_t(idx));
+    }
+    if (!Fast || !fast_bits(p, in[k], rnd, o[k], c)) encode_bits(p, in[k], rnd, code[k], o[k], c);
+  }
+  out = make_float4(o[0], o[1], o[2], o[3]);
+}
+
+// Grid-stride over groups of four elements (16-byte loads and stores), two groups in flight per
+// thread. `Fast`: plain formats without code output take the bit-rounding fast path.
+template <bool Stoch, bool Fast>
 __global__ void fake_quant_kernel(KernelParams p, const float* __restrict__ x, float* __restrict__ y,
                                   uint16_t* __restrict__ codes, std::size_t n, uint64_t index0,
                                   DeviceCounts* counts) {
   BitsCounts c;
+  uint32_t key_hi = 0, key = stochastic_key(p.seed, 0);
   const std::size_t n4 = n / 4;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += stride) {
-    const float4 v = reinterpret_cast<const float4*>(x)[i];
-    float in[4] = {v.x, v.y, v.z, v.w}, out[4];
-    uint32_t code[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const uint64_t idx = index0 + 4 * i + k;
-      const uint32_t rnd = Stoch ? stochastic_bits(p.seed, idx) : 0u;
-      if (!Fast || !fast_bits(p, in[k], rnd, out[k], c)) encode_bits(p, in[k], rnd, code[k], out[k], c);
-    }
-    if (y) reinterpret_cast<float4*>(y)[i] = make_float4(out[0], out[1], out[2], out[3]);
+  const float4* x4 = reinterpret_cast<const float4*>(x);
+  float4* y4 = reinterpret_cast<float4*>(y);
+  std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (; i + stride < n4; i += 2 * stride) {
+    const float4 a = x4[i], b = x4[i + stride];
+    float4 oa, ob;
+    uint32_t ca[4], cb[4];
+    encode4<Stoch, Fast>(p, a, index0 + 4 * i, key_hi, key, oa, ca, c);
+    encode4<Stoch, Fast>(p, b, index0 + 4 * (i + stride), key_hi, key, ob, cb, c);
+    if (y) y4[i] = oa, y4[i + stride] = ob;
     if (!Fast && codes)
-      for (int k = 0; k < 4; ++k) codes[4 * i + k] = uint16_t(code[k]);
+      for (int k = 0; k < 4; ++k) codes[4 * i + k] = uint16_t(ca[k]), codes[4 * (i + stride) + k] = uint16_t(cb[k]);
+  }
+  if (i < n4) {
+    float4 oa;
+    uint32_t ca[4];
+    encode4<Stoch, Fast>(p, x4[i], index0 + 4 * i, key_hi, key, oa, ca, c);
+    if (y) y4[i] = oa;
+    if (!Fast && codes)
+      for (int k = 0; k < 4; ++k) codes[4 * i + k] = uint16_t(ca[k]);
   }
   // Tail (n % 4 elements): the first threads of block 0.
   if (blockIdx.x == 0 && threadIdx.x < n - 4 * n4) {

@@ -127,15 +127,19 @@ PackedB pack_b_impl(const void* Bv, QType type, int K, int N, std::ptrdiff_t ld,
   p.u_.assign(std::size_t(NP), 0);
   p.beta_.assign(std::size_t(NP), 0);
   std::vector<uint32_t> sum(std::size_t(NP), 0);
-  for (int k = 0; k < K; ++k) {
-    const int g = k / 4, t = k % 4;
-    for (int j = 0; j < N; ++j) {
-      const uint8_t raw = layout == BLayout::KxN ? B[std::ptrdiff_t(k) * ld + j] : B[std::ptrdiff_t(j) * ld + k];
-      const int8_t v = static_cast<int8_t>(raw ^ flip);
-      const int pnl = j / kGemmPanel, c = j % kGemmPanel;
-      mem[((std::ptrdiff_t(pnl) * KG + g) * kGemmPanel + c) * 4 + t] = v;
-      sum[std::size_t(j)] += uint32_t(int32_t(v));
-    }
+  auto put = [&](int k, int j, uint8_t raw) {
+    const int8_t v = static_cast<int8_t>(raw ^ flip);
+    const int pnl = j / kGemmPanel, c = j % kGemmPanel;
+    mem[((std::ptrdiff_t(pnl) * KG + k / 4) * kGemmPanel + c) * 4 + k % 4] = v;
+    sum[std::size_t(j)] += uint32_t(int32_t(v));
+  };
+  // Read B in its own row order (the writes stay within one panel's k groups).
+  if (layout == BLayout::KxN) {
+    for (int k = 0; k < K; ++k)
+      for (int j = 0; j < N; ++j) put(k, j, B[std::ptrdiff_t(k) * ld + j]);
+  } else {
+    for (int j = 0; j < N; ++j)
+      for (int k = 0; k < K; ++k) put(k, j, B[std::ptrdiff_t(j) * ld + k]);
   }
   for (int j = 0; j < N; ++j) {
     const int32_t zb = zero_point.empty() ? 0 : zero_point[zero_point.size() == 1 ? 0 : std::size_t(j)];
@@ -162,11 +166,10 @@ PackedB pack_b_uint8(const uint8_t* B, int K, int N, std::span<const int32_t> ze
 
 namespace {
 
-// Packed A of a level with MR rows per panel and value type T: see GemmJob. Also fills ra and alpha.
+// Packed A of a level with MR rows per panel and value type T: see GemmJob. Also fills ra.
 template <class T, int MR>
-void pack_a_rows(const QMatrixA& A, int KG, uint8_t* apack, int32_t* ra, int32_t* alpha, int row_begin, int row_end) {
-  const bool s8 = A.type == QType::S8;
-  const uint8_t flip = s8 ? 0x80 : 0x00;  // int8 a + 128 is a ^ 0x80 read as uint8
+void pack_a_rows(const QMatrixA& A, int KG, uint8_t* apack, int32_t* ra, int row_begin, int row_end) {
+  const uint8_t flip = A.type == QType::S8 ? 0x80 : 0x00;  // int8 a + 128 is a ^ 0x80 read as uint8
   const auto* src = static_cast<const uint8_t*>(A.data);
   const int K = A.K, Kfull = K / 4 * 4;
   for (int p0 = row_begin; p0 < row_end; p0 += MR) {
@@ -191,9 +194,6 @@ void pack_a_rows(const QMatrixA& A, int KG, uint8_t* apack, int32_t* ra, int32_t
           sum += v;
         }
       ra[p0 + r] = int32_t(sum);
-      const auto& zp = A.zero_point;
-      const int32_t z = zp.empty() ? 0 : zp[zp.size() == 1 ? 0 : std::size_t(p0 + r)];
-      alpha[p0 + r] = (s8 ? 128 : 0) + z;
     }
   }
 }
@@ -254,19 +254,22 @@ void run(const QMatrixA& Ain, const PackedB& B, int32_t* C, float* Y, std::ptrdi
   int mr = detail::kMrGeneric, esz = detail::kEszGeneric;
   if (level == SimdLevel::Avx2) mr = detail::kMrAvx2, esz = detail::kEszAvx2;
   if (level == SimdLevel::Avx512) mr = detail::kMrVnni, esz = detail::kEszVnni;
-  j.mr = mr;
   const int mpanels = (M + mr - 1) / mr;
   auto apack = aligned_array<uint8_t>(std::size_t(M) * j.KG * 4 * esz);
   auto rowv = aligned_array<int32_t>(std::size_t(M) * 2);
   int32_t* ra = rowv.get();
   int32_t* alpha = rowv.get() + M;
+  for (int i = 0; i < M; ++i) {
+    const auto& zp = A.zero_point;
+    alpha[i] = (A.type == QType::S8 ? 128 : 0) + (zp.empty() ? 0 : zp[zp.size() == 1 ? 0 : std::size_t(i)]);
+  }
   auto pack = [&](int b, int e) {
-    if (esz == 2)
-      pack_a_rows<int16_t, detail::kMrAvx2>(A, j.KG, apack.get(), ra, alpha, b, e);
-    else if (mr == detail::kMrVnni)
-      pack_a_rows<uint8_t, detail::kMrVnni>(A, j.KG, apack.get(), ra, alpha, b, e);
+    if (level == SimdLevel::Avx512)
+      detail::pack_a_vnni(A, j.KG, apack.get(), ra, b, e);
+    else if (level == SimdLevel::Avx2)
+      pack_a_rows<int16_t, detail::kMrAvx2>(A, j.KG, apack.get(), ra, b, e);
     else
-      pack_a_rows<uint8_t, detail::kMrGeneric>(A, j.KG, apack.get(), ra, alpha, b, e);
+      pack_a_rows<uint8_t, detail::kMrGeneric>(A, j.KG, apack.get(), ra, b, e);
   };
   const std::size_t work = std::size_t(M) * std::size_t(K);
   if (threads == 1 || work < (std::size_t(1) << 18)) {
@@ -302,9 +305,11 @@ void run(const QMatrixA& Ain, const PackedB& B, int32_t* C, float* Y, std::ptrdi
     j.sb = sb;
     j.bias = bias;
   }
-  j.threads = threads;
-  j.kc_groups = env_int("QS_GEMM_KC", 128);
-  j.mc_panels = env_int("QS_GEMM_MC", level == SimdLevel::Avx512 ? 32 : 64);
+  // K blocks only past 4096: partial sums then round-trip through the output, which costs more than
+  // streaming a deep B micro-panel (48 x K bytes) from L2. An M block of A panels fills about 384 KiB.
+  const int kblocks = (j.KG + 1023) / 1024;
+  j.kc_groups = env_int("QS_GEMM_KC", (j.KG + kblocks - 1) / kblocks);
+  j.mc_panels = env_int("QS_GEMM_MC", std::clamp((384 << 10) / (mr * 4 * esz * j.kc_groups), 2, 64));
   j.nc_panels = env_int("QS_GEMM_NC", 16);
 
   auto tiles = level == SimdLevel::Avx512 ? &detail::gemm_tiles_vnni
@@ -313,16 +318,25 @@ void run(const QMatrixA& Ain, const PackedB& B, int32_t* C, float* Y, std::ptrdi
   const int panels = B.panels();
   if (threads == 1) {
     tiles(j, 0, panels, 0, mpanels);
-  } else if (panels >= 2 * threads || panels >= mpanels) {
-    // Over N: each thread streams its own slice of the packed weights; A is shared.
-    const int chunk = (panels + threads - 1) / threads;
-    parallel_chunks(std::size_t(panels), std::size_t(chunk), threads,
-                    [&](std::size_t b, std::size_t e) { tiles(j, int(b), int(e), 0, mpanels); });
-  } else {
-    const int chunk = (mpanels + threads - 1) / threads;
-    parallel_chunks(std::size_t(mpanels), std::size_t(chunk), threads,
-                    [&](std::size_t b, std::size_t e) { tiles(j, 0, panels, int(b), int(e)); });
+    return;
   }
+  // Threads take equal contiguous runs of micro-tiles in panel-major order (panel p, row panel r), so
+  // the split is even whatever the shape: whole panels, plus at most a partial panel at each end.
+  const int64_t items = int64_t(panels) * mpanels;
+  parallel_chunks(std::size_t(threads), 1, threads, [&](std::size_t tb, std::size_t) {
+    const int64_t i0 = items * int64_t(tb) / threads, i1 = items * int64_t(tb + 1) / threads;
+    if (i0 >= i1) return;
+    const int p0 = int(i0 / mpanels), r0 = int(i0 % mpanels);
+    const int p1 = int(i1 / mpanels), r1 = int(i1 % mpanels);
+    if (p0 == p1) {
+      tiles(j, p0, p0 + 1, r0, r1);
+      return;
+    }
+    int pb = p0;
+    if (r0 > 0) tiles(j, pb++, p0 + 1, r0, mpanels);
+    if (pb < p1) tiles(j, pb, p1, 0, mpanels);
+    if (r1 > 0) tiles(j, p1, p1 + 1, 0, r1);
+  });
 }
 
 }  // namespace

@@ -74,6 +74,14 @@ std::vector<std::string> bench_gemm_kernels() {
   return k;
 }
 
+std::string bench_gemm_comparison() {
+#if defined(QS_HAVE_DNNL)
+  return "oneDNN " + detail::onednn_version();
+#else
+  return "";
+#endif
+}
+
 std::vector<BenchGemmRow> bench_gemm_cpu(const BenchGemmConfig& cfg,
                                          const std::function<void(const BenchGemmRow&)>& on_row,
                                          const ProgressFn& progress) {
@@ -111,7 +119,7 @@ std::vector<BenchGemmRow> bench_gemm_cpu(const BenchGemmConfig& cfg,
     const int M = shape.M, K = shape.K, N = shape.N;
     const std::size_t MK = std::size_t(M) * K, KN = std::size_t(K) * N, MN = std::size_t(M) * N;
     // Activations ~ N(0, 1), weights ~ N(0, 1/K) stored N x K (a linear layer's out x in), small bias.
-    std::vector<float> X(MK), Wt(KN), bias(std::size_t(N));
+    std::vector<float> X(MK), Wt(KN), bias(static_cast<std::size_t>(N));
     fill_normal(X, cfg.seed * 3 + 0, 1.0, setup);
     fill_normal(Wt, cfg.seed * 3 + 1, 1.0 / std::sqrt(double(K)), setup);
     fill_normal(bias, cfg.seed * 3 + 2, 0.1, setup);
@@ -122,7 +130,7 @@ std::vector<BenchGemmRow> bench_gemm_cpu(const BenchGemmConfig& cfg,
     });
     // Weights: symmetric int8 per output channel; activations: dynamic int8 per row or per tensor.
     std::vector<int8_t> qw(KN), qa(MK);
-    std::vector<float> sw(std::size_t(N)), sa(cfg.act_per_row ? std::size_t(M) : 1);
+    std::vector<float> sw(static_cast<std::size_t>(N)), sa(cfg.act_per_row ? std::size_t(M) : 1);
     quantize_act_int8(Wt.data(), N, K, K, true, qw.data(), K, sw.data(), setup);
     quantize_act_int8(X.data(), M, K, K, cfg.act_per_row, qa.data(), K, sa.data(), setup);
     std::vector<int8_t> qwT(KN);  // K x N for the reference and oneDNN
@@ -204,9 +212,7 @@ std::vector<BenchGemmRow> bench_gemm_cpu(const BenchGemmConfig& cfg,
       if (!wanted(name, shape)) return true;
       std::fill(C.begin(), C.end(), int32_t(0x5a5a5a5a));
       std::fill(Y.begin(), Y.end(), std::numeric_limits<float>::quiet_NaN());
-      const auto t0 = std::chrono::steady_clock::now();
-      fn();
-      const double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      fn();  // checked below; also the warm-up (oneDNN generates its kernels here)
       BenchGemmRow row;
       row.kernel = name;
       row.M = M;
@@ -215,6 +221,9 @@ std::vector<BenchGemmRow> bench_gemm_cpu(const BenchGemmConfig& cfg,
       row.threads = threads;
       row.max_abs_err_vs_ref = check();
       row.checked = R * std::size_t(N);
+      const auto t0 = std::chrono::steady_clock::now();
+      fn();
+      const double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       row.reps = std::clamp(int(std::ceil(cfg.min_seconds / std::max(first, 1e-9))), std::max(1, cfg.reps), 1000);
       const double t = median_seconds(fn, row.reps);
       row.median_ms = t * 1e3;

@@ -48,6 +48,8 @@ struct BenchGemmRow {
 
 // Kernel names this build and CPU can run, in the order they are timed.
 std::vector<std::string> bench_gemm_kernels();
+// The optional comparison library built in, e.g. "oneDNN 2.6.3", or "" when there is none.
+std::string bench_gemm_comparison();
 
 // Runs the benchmark; on_row sees each row as soon as it is measured. A kernel whose check fails throws
 // std::runtime_error (nothing is timed after a wrong result). progress(done, total) counts kernel runs;

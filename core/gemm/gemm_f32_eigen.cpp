@@ -26,7 +26,8 @@ void gemm_f32_eigen(const float* A, const float* B, float* C, int M, int K, int 
     throw std::invalid_argument(std::string("gemm_f32_eigen: level ") + to_string(level) + " is not available");
   auto fn = &detail::gemm_f32_eigen_generic;
 #if defined(QS_HAVE_X86_SIMD)
-  if (level == SimdLevel::Avx2) fn = &detail::gemm_f32_eigen_avx2;
+  // The AVX2 build also uses FMA; a CPU with AVX2 but without FMA runs the generic build.
+  if (level == SimdLevel::Avx2 && __builtin_cpu_supports("fma")) fn = &detail::gemm_f32_eigen_avx2;
   if (level == SimdLevel::Avx512) fn = &detail::gemm_f32_eigen_avx512;
 #endif
   threads = resolve_threads(threads);

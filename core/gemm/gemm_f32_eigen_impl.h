@@ -1,6 +1,9 @@
 // Internal: the body of one level's Eigen product, included by gemm_f32_eigen*.cpp after they define
 // QS_F32_ENTRY. The SIMD levels rename Eigen's namespace (QS_EIGEN_RENAME) so their instantiations,
 // compiled with wider instruction sets, can never be merged with the generic ones by the linker.
+// GCC 12 flags the _mm512_undefined_* operands inside the AVX-512 intrinsics as uninitialized.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <cstddef>
 
 #if defined(QS_EIGEN_RENAME)

@@ -17,7 +17,6 @@ namespace qs::detail {
 // u[j] = colsum'[j] - K * beta[j]: the expansion of sum (a' - alpha)(b' - beta).
 struct GemmJob {
   int M = 0, N = 0, K = 0, KG = 0;  // KG = k groups of 4
-  int mr = 0;                       // rows per packed A panel at this level (the last panel may hold fewer)
   const uint8_t* apack = nullptr;   // packed A (level layout, below)
   // Packed A of a level with MR rows per panel and ESZ bytes per value: panel p (rows p*MR...) holds,
   // for each k group g, its rows r in [0, rows_p) with 4 values a'[g*4 + t] at element offset
@@ -36,8 +35,7 @@ struct GemmJob {
   const float* sa = nullptr;    // M
   const float* sb = nullptr;    // padded N
   const float* bias = nullptr;  // padded N
-  int threads = 1;
-  int kc_groups = 128, mc_panels = 32, nc_panels = 16;  // cache blocking
+  int kc_groups = 1024, mc_panels = 12, nc_panels = 16;  // cache blocking (set per call in gemm.cpp)
 };
 
 // One micro-tile: rows x cols outputs (rows = the A panel's row count, cols <= the kernel's tile width).
@@ -69,9 +67,9 @@ inline constexpr int kMrGeneric = 4, kEszGeneric = 1;
 namespace {  // each translation unit instantiates its own copy, compiled with its own flags
 
 // The loop nest (BLIS order) over N panels [pb, pe) and row panels [mb, me): N blocks of nc panels,
-// K blocks of kc groups, M blocks of mc panels, then panel x tile column x row panel, so a B
-// micro-panel stays in L1 while the A panels of an M block stream from L2. Threads split the panel
-// ranges in gemm.cpp. Kernel provides MR, NT (tile columns, divides kGemmPanel), ESZ (bytes per A
+// K blocks of kc groups, M blocks of mc panels, then panel x tile column x row panel, so one B
+// micro-panel (48 x 4kc bytes, L1 or L2) serves every row panel of an M block (L2) in turn. Threads
+// split the panel ranges in gemm.cpp. Kernel provides MR, NT (tile columns, divides kGemmPanel), ESZ (bytes per A
 // value) and static void dispatch(int rows, const Tile&).
 template <class Kernel>
 void run_blocked(const GemmJob& j, int pb, int pe, int mb, int me) {
@@ -127,5 +125,7 @@ void run_blocked(const GemmJob& j, int pb, int pe, int mb, int me) {
 void gemm_tiles_generic(const GemmJob& j, int pb, int pe, int mb, int me);
 void gemm_tiles_avx2(const GemmJob& j, int pb, int pe, int mb, int me);
 void gemm_tiles_vnni(const GemmJob& j, int pb, int pe, int mb, int me);
+// Packs rows [row_begin, row_end) (whole panels) of A into the VNNI layout and fills ra.
+void pack_a_vnni(const QMatrixA& A, int KG, uint8_t* apack, int32_t* ra, int row_begin, int row_end);
 
 }  // namespace qs::detail

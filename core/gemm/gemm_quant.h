@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "format/encode_simd.h"
 #include "format/format.h"
 
 namespace qs {
@@ -17,8 +18,9 @@ namespace qs {
 // over the finite values of the row (per_row) or of the whole matrix (scales[0]); s = 1 when amax is 0
 // (an all-zero input gives zero codes, never a division by zero); q = round-half-even(x / s) clamped to
 // [-127, 127]. NaN becomes 0 and +-inf saturates to +-127; both are counted in the returned statistics
-// (nan, overflow). scales: M values (per_row) or 1. threads <= 0: all cores.
+// (nan, overflow; underflow counts non-zero inputs that became 0). scales: M values (per_row) or 1.
+// threads <= 0: all cores. The Avx512 level runs a dedicated kernel; the others go through encode_f32.
 EncodeStats quantize_act_int8(const float* X, int M, int K, std::ptrdiff_t ldx, bool per_row, int8_t* Q,
-                              std::ptrdiff_t ldq, float* scales, int threads = 1);
+                              std::ptrdiff_t ldq, float* scales, int threads = 1, SimdLevel level = best_simd_level());
 
 }  // namespace qs

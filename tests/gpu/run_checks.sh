@@ -17,6 +17,9 @@ $cli selftest --backend cuda > "$out/selftest_cuda.log" 2>&1; grep -E "^FAIL|pas
 for r in nearest stochastic; do
   $cli bench quantize --backend cuda --format e4m3fn --n 268435456 --rounding $r --reps 20 2>/dev/null
 done | tee "$out/bench_quantize_cuda.csv"
+for per in row tensor; do for dt in fp32 fp16; do
+  $cli bench quantize-int8 --backend cuda --rows 8192 --cols 8192 --per $per --dtype $dt 2>&1
+done; done | tee "$out/bench_quantize_int8_cuda.csv"
 for r in nearest stochastic; do
   $cli bench quantize --backend cpu --format e4m3fn --n 67108864 --threads 1 --rounding $r 2>/dev/null
 done | tee "$out/bench_quantize_cpu.csv"

@@ -1,0 +1,218 @@
+// CUDA symmetric int8 quantization: device helpers -> kernels (per row: one block per row, two passes
+// over a row that stays in L1; per tensor: an amax reduction, then the quantization) -> launcher ->
+// host entries.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "cuda/quantize_int8.cuh"
+#include "io/npy.h"
+#include "quant/int8_quant.h"
+
+namespace qs::cuda {
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA ") + what + ": " + cudaGetErrorString(e));
+}
+
+template <typename T>
+struct Buf {
+  T* p = nullptr;
+  explicit Buf(std::size_t n) {
+    if (n) check(cudaMalloc(&p, n * sizeof(T)), "cudaMalloc (out of device memory?)");
+  }
+  ~Buf() { if (p) cudaFree(p); }
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+};
+
+__device__ __forceinline__ float load(const float* x, std::size_t i) { return x[i]; }
+__device__ __forceinline__ float load(const __half* x, std::size_t i) { return __half2float(x[i]); }
+
+__device__ __forceinline__ int8_t q8(float v, float s) {
+  if (v != v) return 0;
+  const float r = rintf(v / s);
+  return static_cast<int8_t>(fminf(fmaxf(r, -127.0f), 127.0f));
+}
+
+__device__ __forceinline__ float finite_abs(float v) { return (fabsf(v) <= 3.402823466e38f) ? fabsf(v) : 0.0f; }
+
+__device__ float block_max(float v) {
+  __shared__ float warp_max[32];
+  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) warp_max[warp] = v;
+  __syncthreads();
+  v = threadIdx.x < (blockDim.x + 31) / 32 ? warp_max[threadIdx.x] : 0.0f;
+  if (warp == 0)
+    for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  __shared__ float result;
+  if (threadIdx.x == 0) result = v;
+  __syncthreads();
+  return result;
+}
+
+template <typename T>
+__global__ void quantize_rows_kernel(const T* __restrict__ x, std::size_t cols, int8_t* __restrict__ q,
+                                     float* __restrict__ scales) {
+  const std::size_t row = blockIdx.x;
+  const T* xr = x + row * cols;
+  int8_t* qr = q + row * cols;
+  float m = 0.0f;
+  if ((cols & 3) == 0 && sizeof(T) == 4) {
+    for (std::size_t c = 4 * threadIdx.x; c < cols; c += 4 * blockDim.x) {
+      const float4 v = *reinterpret_cast<const float4*>(reinterpret_cast<const float*>(xr) + c);
+      m = fmaxf(fmaxf(m, fmaxf(finite_abs(v.x), finite_abs(v.y))), fmaxf(finite_abs(v.z), finite_abs(v.w)));
+    }
+  } else {
+    for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, finite_abs(load(xr, c)));
+  }
+  const float s = fmaxf(block_max(m) / 127.0f, 1e-8f);
+  if (threadIdx.x == 0) scales[row] = s;
+  if ((cols & 3) == 0 && sizeof(T) == 4) {
+    // Four elements per thread and step: 16-byte loads, 4-byte stores.
+    for (std::size_t c = 4 * threadIdx.x; c < cols; c += 4 * blockDim.x) {
+      const float4 v = *reinterpret_cast<const float4*>(reinterpret_cast<const float*>(xr) + c);
+      char4 o;
+      o.x = q8(v.x, s);
+      o.y = q8(v.y, s);
+      o.z = q8(v.z, s);
+      o.w = q8(v.w, s);
+      *reinterpret_cast<char4*>(qr + c) = o;
+    }
+  } else {
+    for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) qr[c] = q8(load(xr, c), s);
+  }
+}
+
+template <typename T>
+__global__ void amax_kernel(const T* __restrict__ x, std::size_t n, unsigned int* amax_bits) {
+  float m = 0.0f;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    m = fmaxf(m, finite_abs(load(x, i)));
+  m = block_max(m);
+  if (threadIdx.x == 0) atomicMax(amax_bits, __float_as_uint(m));  // non-negative floats order as integers
+}
+
+template <typename T>
+__global__ void quantize_tensor_kernel(const T* __restrict__ x, std::size_t n, const unsigned int* amax_bits,
+                                       int8_t* __restrict__ q, float* __restrict__ scale) {
+  const float s = fmaxf(__uint_as_float(*amax_bits) / 127.0f, 1e-8f);
+  if (blockIdx.x == 0 && threadIdx.x == 0) *scale = s;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    q[i] = q8(load(x, i), s);
+}
+
+template <typename T>
+void launch(const T* x, std::size_t rows, std::size_t cols, bool per_row, int8_t* q, float* scales,
+            unsigned int* amax_bits, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+  if (per_row) {
+    quantize_rows_kernel<T><<<unsigned(rows), 256, 0, stream>>>(x, cols, q, scales);
+  } else {
+    const std::size_t n = rows * cols;
+    int sms = 0;
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "device query");
+    const int blocks = int(std::min<std::size_t>((n + 255) / 256, std::size_t(sms) * 8));
+    check(cudaMemsetAsync(amax_bits, 0, sizeof(unsigned int), stream), "memset");
+    amax_kernel<T><<<blocks, 256, 0, stream>>>(x, n, amax_bits);
+    quantize_tensor_kernel<T><<<blocks, 256, 0, stream>>>(x, n, amax_bits, q, scales);
+  }
+  check(cudaGetLastError(), "kernel launch");
+}
+
+}  // namespace
+
+void quantize_int8_cuda(const float* x, const uint16_t* x16, std::size_t rows, std::size_t cols, bool per_row,
+                        int8_t* q, float* scales) {
+  const std::size_t n = rows * cols, ns = per_row ? rows : 1;
+  Buf<int8_t> dq(n);
+  Buf<float> ds(ns), dx(x ? n : 0);
+  Buf<__half> dh(x16 ? n : 0);
+  Buf<unsigned int> dm(1);
+  if (x) check(cudaMemcpy(dx.p, x, n * 4, cudaMemcpyHostToDevice), "copy to device");
+  else check(cudaMemcpy(dh.p, x16, n * 2, cudaMemcpyHostToDevice), "copy to device");
+  if (x) launch(dx.p, rows, cols, per_row, dq.p, ds.p, dm.p, 0);
+  else launch(dh.p, rows, cols, per_row, dq.p, ds.p, dm.p, 0);
+  check(cudaDeviceSynchronize(), "int8 quantization kernel");
+  if (n) check(cudaMemcpy(q, dq.p, n, cudaMemcpyDeviceToHost), "copy back");
+  if (n) check(cudaMemcpy(scales, ds.p, ns * 4, cudaMemcpyDeviceToHost), "copy back");
+}
+
+BenchInt8Result bench_quantize_int8_cuda(std::size_t rows, std::size_t cols, bool per_row, bool fp16, int reps) {
+  const std::size_t n = rows * cols, ns = per_row ? rows : 1;
+  const std::size_t esize = fp16 ? 2 : 4;
+  std::vector<float> hx(n);
+  std::vector<uint16_t> hh(fp16 ? n : 0);
+  std::mt19937 gen(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (std::size_t i = 0; i < n; ++i) {
+    hx[i] = nd(gen) * (1.0f + float(i / cols % 17));
+    if (fp16) {
+      hh[i] = float_to_half(hx[i]);
+      hx[i] = half_to_float(hh[i]);
+    }
+  }
+  Buf<float> dx(n);
+  Buf<__half> dh(fp16 ? n : 0);
+  Buf<int8_t> dq(n);
+  Buf<float> ds(ns);
+  Buf<unsigned int> dm(1);
+  Buf<uint8_t> dcopy(n * esize);
+  if (fp16) check(cudaMemcpy(dh.p, hh.data(), n * 2, cudaMemcpyHostToDevice), "copy");
+  else check(cudaMemcpy(dx.p, hx.data(), n * 4, cudaMemcpyHostToDevice), "copy");
+  auto run = [&] {
+    if (fp16) launch(dh.p, rows, cols, per_row, dq.p, ds.p, dm.p, 0);
+    else launch(dx.p, rows, cols, per_row, dq.p, ds.p, dm.p, 0);
+  };
+  BenchInt8Result r;
+  r.kernel = std::string("int8-quant-") + (per_row ? "row-" : "tensor-") + (fp16 ? "fp16" : "fp32");
+  // Correctness first: codes and scales against the CPU reference.
+  run();
+  check(cudaDeviceSynchronize(), "int8 quantization kernel");
+  std::vector<int8_t> q(n), qref(n);
+  std::vector<float> s(ns), sref(ns);
+  check(cudaMemcpy(q.data(), dq.p, n, cudaMemcpyDeviceToHost), "copy back");
+  check(cudaMemcpy(s.data(), ds.p, ns * 4, cudaMemcpyDeviceToHost), "copy back");
+  if (fp16) quantize_int8_ref_f16(hh.data(), rows, cols, per_row, qref.data(), sref.data());
+  else quantize_int8_ref(hx.data(), rows, cols, per_row, qref.data(), sref.data());
+  if (std::memcmp(q.data(), qref.data(), n) != 0 || std::memcmp(s.data(), sref.data(), ns * 4) != 0)
+    throw std::runtime_error("bench quantize-int8: device codes or scales differ from the CPU reference");
+  r.checked = n;
+  cudaEvent_t e0, e1;
+  check(cudaEventCreate(&e0), "event");
+  check(cudaEventCreate(&e1), "event");
+  auto time_it = [&](auto&& fn) {
+    fn();
+    std::vector<float> ms;
+    for (int k = 0; k < std::max(1, reps); ++k) {
+      check(cudaEventRecord(e0, 0), "event");
+      fn();
+      check(cudaEventRecord(e1, 0), "event");
+      check(cudaEventSynchronize(e1), "event");
+      float t = 0;
+      check(cudaEventElapsedTime(&t, e0, e1), "event");
+      ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    return double(ms[ms.size() / 2]) / 1e3;
+  };
+  const double tq = time_it(run);
+  const void* src = fp16 ? static_cast<const void*>(dh.p) : static_cast<const void*>(dx.p);
+  const double tc = time_it([&] { check(cudaMemcpyAsync(dcopy.p, src, n * esize, cudaMemcpyDeviceToDevice, 0), "copy"); });
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  r.quant_gbps = double(n * esize + n + ns * 4) / tq / 1e9;
+  r.memcpy_gbps = double(2 * n * esize) / tc / 1e9;
+  r.ratio = r.quant_gbps / r.memcpy_gbps;
+  return r;
+}
+
+}  // namespace qs::cuda
