@@ -6,6 +6,7 @@
 #include "format/encode_simd.h"
 #include "format/format.h"
 #include "format/quantize.h"
+#include "quant/int8_quant.h"
 #include "format/rng.h"
 
 #include <QTest>
@@ -245,6 +246,7 @@ class tst_quantize : public QObject {
   Q_OBJECT
 
  private slots:
+  void int8SymmetricReference();
   void threadsAgree_data();
   void threadsAgree();
   void amaxScale_data();
@@ -896,6 +898,29 @@ void tst_quantize::stochasticUnbiased() {
   QVERIFY2(std::fabs(mean - double(x)) < tol,
            qPrintable(QStringLiteral("mean %1 (%2 of %3 rounded to %4), expected %5 +- %6")
                           .arg(mean, 0, 'g', 12).arg(ups).arg(n).arg(hi).arg(double(x), 0, 'g', 12).arg(tol)));
+}
+
+// The int8 contract of core/quant/int8_quant.h (the CUDA kernels' reference): s = max(amax/127, 1e-8),
+// Q = clamp(rint(x / s), -127, 127), NaN -> 0, +-inf -> +-127, amax over finite values.
+void tst_quantize::int8SymmetricReference() {
+  const float x[2][4] = {{0.5f, -1.27f, 2.54f, NAN}, {INFINITY, -0.01f, 0.0f, 1e-12f}};
+  int8_t q[8];
+  float s[2];
+  qs::quantize_int8_ref(&x[0][0], 2, 4, /*per_row=*/true, q, s);
+  QCOMPARE(s[0], 2.54f / 127.0f);
+  QCOMPARE(s[1], 0.01f / 127.0f);  // inf is not part of the amax
+  const int8_t row0[4] = {int8_t(std::rint(0.5f / s[0])), int8_t(std::rint(-1.27f / s[0])), 127, 0};
+  QCOMPARE(std::memcmp(q, row0, 4), 0);
+  QCOMPARE(int(q[4]), 127);
+  QCOMPARE(int(q[5]), -127);
+  QCOMPARE(int(q[6]), 0);
+  QCOMPARE(int(q[7]), 0);  // 1e-12 / (0.01/127) rounds to 0
+  qs::quantize_int8_ref(&x[0][0], 2, 4, /*per_row=*/false, q, s);
+  QCOMPARE(s[0], 2.54f / 127.0f);
+  QCOMPARE(int(q[5]), int(std::rint(-0.01f / s[0])));
+  const float zeros[3] = {0, 0, 0};
+  qs::quantize_int8_ref(zeros, 1, 3, false, q, s);
+  QCOMPARE(s[0], 1e-8f);  // the clamp
 }
 
 QTEST_APPLESS_MAIN(tst_quantize)
