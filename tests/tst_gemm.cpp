@@ -165,6 +165,7 @@ void tst_Gemm::exact_data() {
       {1, 4096, 1000, "random", 2},   {16, 4095, 130, "extreme", 1}, {200, 67, 20, "random", 2},
       {23, 9000, 50, "random", 1},    {5, 8193, 97, "minmax", 2},    {40, 300, 1, "random", 3},
       {2, int(kMaxKInt8), 3, "minmax", 1}, {3, int(kMaxKInt8), 2, "extreme", 2}, {12, 34, 56, "zeros", 1},
+      {96, 500, 300, "random", 0},  // threads 0: all cores, as many as the work is worth
   };
   for (const S& t : shapes) {
     add_levels(QString("%1x%2x%3/%4/t%5").arg(t.M).arg(t.K).arg(t.N).arg(t.how).arg(t.threads),

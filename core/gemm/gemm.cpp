@@ -244,7 +244,9 @@ void run(const QMatrixA& Ain, const PackedB& B, int32_t* C, float* Y, std::ptrdi
     require(dq->bias.empty() || dq->bias.size() == std::size_t(N),
             std::string(what) + ": bias needs 0 or N = " + str(N) + " values, got " + str(dq->bias.size()));
   }
-  threads = resolve_threads(threads);
+  // threads <= 0 (all cores): a thread per ~4M multiply-adds at most, so tiny products stay on one.
+  // An explicit count is honoured.
+  if (threads <= 0) threads = int(std::clamp<int64_t>((int64_t(M) * N * K) >> 22, 1, resolve_threads(0)));
 
   detail::GemmJob j;
   j.M = M;

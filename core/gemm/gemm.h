@@ -107,7 +107,8 @@ struct Dequant {
   std::span<const float> bias{};
 };
 
-// C = A · B, exact int32, ldc >= N (0 = N). threads <= 0 means all cores. level must be in
+// C = A · B, exact int32, ldc >= N (0 = N). threads <= 0 means all cores (fewer for small products:
+// about one per 4M multiply-adds); a positive count is used as given. level must be in
 // available_gemm_levels(). Throws GemmError for mismatched K, non-positive sizes, K > bound.
 void gemm_int8(const int8_t* A, int M, int K, std::ptrdiff_t lda, const PackedB& B, int32_t* C,
                std::ptrdiff_t ldc, int threads = 1, SimdLevel level = best_gemm_level());
