@@ -195,6 +195,27 @@ expect_match("bench header" "${out}" "^backend,format,rounding,n,threads,quant_g
 run(bench quantize --backend tpu --n 10)
 expect_error("bench unknown backend" "tpu")
 
+# bench gemm: int8 kernels are exact against the int64 reference on a tail-heavy shape.
+run(bench gemm --backend cpu --shape 33x70x45 --threads 1 --reps 1 --min-time 0)
+expect_ok("bench gemm")
+expect_match("bench gemm header" "${out}" "^backend,kernel,M,N,K,threads,median_ms,gops,speedup_vs_fp32,max_abs_err_vs_ref\ncpu,fp32-eigen,33,45,70,1,")
+string(REPLACE "\n" ";" gemm_lines "${out}")
+set(n_exact 0)
+foreach(row IN LISTS gemm_lines)
+  # Exact kernels (no -dq / -e2e suffix): the last column is the error against the int64 reference.
+  if(row MATCHES "^cpu,int8-[a-z0-9]+,33,45,70,1,.*,([^,]+)$")
+    math(EXPR n_exact "${n_exact} + 1")
+    if(NOT CMAKE_MATCH_1 STREQUAL "0")
+      fail("bench gemm: exact int8 kernel differs from the reference: ${row}")
+    endif()
+  endif()
+endforeach()
+if(n_exact LESS 2)
+  fail("bench gemm: expected exact int8 rows, got: ${out}")
+endif()
+run(bench gemm --backend cpu --shape 0x4x4)
+expect_error("bench gemm bad shape" "shape|size|positive")
+
 if(failures GREATER 0)
   message(FATAL_ERROR "${failures} failure(s)")
 endif()
