@@ -23,7 +23,7 @@ done; done | tee "$out/bench_quantize_int8_cuda.csv"
 for r in nearest stochastic; do
   $cli bench quantize --backend cpu --format e4m3fn --n 67108864 --threads 1 --rounding $r 2>/dev/null
 done | tee "$out/bench_quantize_cpu.csv"
-$cli bench gemm --backend cpu --threads 1 --sizes 1024,2048 2>&1 | tee "$out/bench_gemm_cpu.csv"
+$cli bench gemm --backend cpu --threads 1 --sizes 1024,2048 --shape 1x4096x4096 --shape 16x4096x4096 2>/dev/null | tee "$out/bench_gemm_cpu.csv"
 $cli bench analyze --size-mb 1024 --tensors 256 --threads 1 | tee "$out/bench_analyze.csv"
 python3 tests/oracle/check_ml_dtypes.py $cli "$(mktemp -d)" > "$out/oracle_ml_dtypes.log" 2>&1; tail -1 "$out/oracle_ml_dtypes.log"
 models=$(ls .deps/models/*.onnx 2>/dev/null)
