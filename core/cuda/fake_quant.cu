@@ -115,21 +115,31 @@ __global__ void fake_quant_kernel(KernelParams p, const float* __restrict__ x, f
   flush_counts(c, counts);
 }
 
+template <bool Stoch, bool Fast>
+void launch_one(const KernelParams& p, const float* x, float* y, uint16_t* codes, std::size_t n, uint64_t index0,
+                DeviceCounts* counts, cudaStream_t stream) {
+  // One wave of resident blocks: the grid-stride loop does the rest, so no block waits for a second wave.
+  static int per_sm = 0, sms = 0;
+  if (!per_sm) {
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "device query");
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fake_quant_kernel<Stoch, Fast>, 256, 0), "occupancy");
+    per_sm = per_sm > 0 ? per_sm : 1;
+  }
+  const std::size_t want = (n / 4 + 255) / 256;
+  const int blocks = int(std::max<std::size_t>(1, std::min<std::size_t>(want, std::size_t(sms) * per_sm)));
+  fake_quant_kernel<Stoch, Fast><<<blocks, 256, 0, stream>>>(p, x, y, codes, n, index0, counts);
+}
+
 void launch_fake_quant(const KernelParams& p, const float* x, float* y, uint16_t* codes, std::size_t n, uint64_t index0,
                        DeviceCounts* counts, cudaStream_t stream) {
   if (n == 0) return;
-  int sms = 0;
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "device query");
-  const int threads = 256;
-  const std::size_t want = (n / 4 + threads - 1) / threads;
-  const int blocks = int(std::max<std::size_t>(1, std::min<std::size_t>(want, std::size_t(sms) * 8)));
   const bool fast = p.fast_ok && !codes;
   if (p.stochastic) {
-    if (fast) fake_quant_kernel<true, true><<<blocks, threads, 0, stream>>>(p, x, y, codes, n, index0, counts);
-    else fake_quant_kernel<true, false><<<blocks, threads, 0, stream>>>(p, x, y, codes, n, index0, counts);
+    if (fast) launch_one<true, true>(p, x, y, codes, n, index0, counts, stream);
+    else launch_one<true, false>(p, x, y, codes, n, index0, counts, stream);
   } else {
-    if (fast) fake_quant_kernel<false, true><<<blocks, threads, 0, stream>>>(p, x, y, codes, n, index0, counts);
-    else fake_quant_kernel<false, false><<<blocks, threads, 0, stream>>>(p, x, y, codes, n, index0, counts);
+    if (fast) launch_one<false, true>(p, x, y, codes, n, index0, counts, stream);
+    else launch_one<false, false>(p, x, y, codes, n, index0, counts, stream);
   }
   check(cudaGetLastError(), "kernel launch");
 }
