@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/cuda_util.cuh"
 #include "cuda/fake_quant.cuh"
 #include "format/encode_bits.h"
 #include "format/rng.h"
@@ -17,22 +18,8 @@ namespace qs::cuda {
 
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA ") + what + ": " + cudaGetErrorString(e));
-}
-
-// RAII device buffer.
-template <typename T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  std::size_t n = 0;
-  explicit DeviceBuffer(std::size_t count) : n(count) {
-    if (count) check(cudaMalloc(&ptr, count * sizeof(T)), "cudaMalloc (out of device memory?)");
-  }
-  ~DeviceBuffer() { if (ptr) cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
+using detail::check;
+using detail::DeviceBuffer;
 
 struct DeviceCounts {
   unsigned long long overflow, underflow, nan;
@@ -218,30 +205,11 @@ BenchQuantizeResult bench_quantize_cuda(const BenchQuantizeConfig& cfg) {
                                  std::to_string(i));
       ++r.checked;
     }
-    cudaEvent_t e0, e1;
-    check(cudaEventCreate(&e0), "event");
-    check(cudaEventCreate(&e1), "event");
-    auto time_it = [&](auto&& fn) {
-      fn();
-      std::vector<float> ms;
-      for (int k = 0; k < std::max(1, cfg.reps); ++k) {
-        check(cudaEventRecord(e0, stream), "event");
-        fn();
-        check(cudaEventRecord(e1, stream), "event");
-        check(cudaEventSynchronize(e1), "event");
-        float t = 0;
-        check(cudaEventElapsedTime(&t, e0, e1), "event");
-        ms.push_back(t);
-      }
-      std::sort(ms.begin(), ms.end());
-      return double(ms[ms.size() / 2]) / 1e3;
-    };
+    auto time_it = [&](auto&& fn) { return detail::median_seconds(fn, cfg.reps, stream); };
     const double tq = time_it([&] { launch_fake_quant(p, dx.ptr, dy.ptr, nullptr, n, 0, dcount.ptr, stream); });
     const double tc = time_it([&] {
       check(cudaMemcpyAsync(dy.ptr, dx.ptr, n * sizeof(float), cudaMemcpyDeviceToDevice, stream), "copy");
     });
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
     const double bytes = 2.0 * double(n) * sizeof(float);
     r.quant_gbps = bytes / tq / 1e9;
     r.memcpy_gbps = bytes / tc / 1e9;

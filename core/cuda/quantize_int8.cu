@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "cuda/cuda_util.cuh"
 #include "cuda/quantize_int8.cuh"
 #include "io/npy.h"
 #include "quant/int8_quant.h"
@@ -18,20 +19,9 @@ namespace qs::cuda {
 
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA ") + what + ": " + cudaGetErrorString(e));
-}
-
+using detail::check;
 template <typename T>
-struct Buf {
-  T* p = nullptr;
-  explicit Buf(std::size_t n) {
-    if (n) check(cudaMalloc(&p, n * sizeof(T)), "cudaMalloc (out of device memory?)");
-  }
-  ~Buf() { if (p) cudaFree(p); }
-  Buf(const Buf&) = delete;
-  Buf& operator=(const Buf&) = delete;
-};
+using Buf = detail::DeviceBuffer<T>;
 
 __device__ __forceinline__ float load(const float* x, std::size_t i) { return x[i]; }
 __device__ __forceinline__ float load(const __half* x, std::size_t i) { return __half2float(x[i]); }
@@ -204,13 +194,13 @@ void quantize_int8_cuda(const float* x, const uint16_t* x16, std::size_t rows, s
   Buf<float> ds(ns), dx(x ? n : 0);
   Buf<__half> dh(x16 ? n : 0);
   Buf<unsigned int> dm(1);
-  if (x) check(cudaMemcpy(dx.p, x, n * 4, cudaMemcpyHostToDevice), "copy to device");
-  else check(cudaMemcpy(dh.p, x16, n * 2, cudaMemcpyHostToDevice), "copy to device");
-  if (x) launch(dx.p, rows, cols, per_row, dq.p, ds.p, dm.p, 0);
-  else launch(dh.p, rows, cols, per_row, dq.p, ds.p, dm.p, 0);
+  if (x) check(cudaMemcpy(dx.ptr, x, n * 4, cudaMemcpyHostToDevice), "copy to device");
+  else check(cudaMemcpy(dh.ptr, x16, n * 2, cudaMemcpyHostToDevice), "copy to device");
+  if (x) launch(dx.ptr, rows, cols, per_row, dq.ptr, ds.ptr, dm.ptr, 0);
+  else launch(dh.ptr, rows, cols, per_row, dq.ptr, ds.ptr, dm.ptr, 0);
   check(cudaDeviceSynchronize(), "int8 quantization kernel");
-  if (n) check(cudaMemcpy(q, dq.p, n, cudaMemcpyDeviceToHost), "copy back");
-  if (n) check(cudaMemcpy(scales, ds.p, ns * 4, cudaMemcpyDeviceToHost), "copy back");
+  if (n) check(cudaMemcpy(q, dq.ptr, n, cudaMemcpyDeviceToHost), "copy back");
+  if (n) check(cudaMemcpy(scales, ds.ptr, ns * 4, cudaMemcpyDeviceToHost), "copy back");
 }
 
 BenchInt8Result bench_quantize_int8_cuda(std::size_t rows, std::size_t cols, bool per_row, bool fp16, int reps) {
@@ -233,11 +223,11 @@ BenchInt8Result bench_quantize_int8_cuda(std::size_t rows, std::size_t cols, boo
   Buf<float> ds(ns);
   Buf<unsigned int> dm(1);
   Buf<uint8_t> dcopy(n * esize);
-  if (fp16) check(cudaMemcpy(dh.p, hh.data(), n * 2, cudaMemcpyHostToDevice), "copy");
-  else check(cudaMemcpy(dx.p, hx.data(), n * 4, cudaMemcpyHostToDevice), "copy");
+  if (fp16) check(cudaMemcpy(dh.ptr, hh.data(), n * 2, cudaMemcpyHostToDevice), "copy");
+  else check(cudaMemcpy(dx.ptr, hx.data(), n * 4, cudaMemcpyHostToDevice), "copy");
   auto run = [&] {
-    if (fp16) launch(dh.p, rows, cols, per_row, dq.p, ds.p, dm.p, 0);
-    else launch(dx.p, rows, cols, per_row, dq.p, ds.p, dm.p, 0);
+    if (fp16) launch(dh.ptr, rows, cols, per_row, dq.ptr, ds.ptr, dm.ptr, 0);
+    else launch(dx.ptr, rows, cols, per_row, dq.ptr, ds.ptr, dm.ptr, 0);
   };
   BenchInt8Result r;
   r.kernel = std::string("int8-quant-") + (per_row ? "row-" : "tensor-") + (fp16 ? "fp16" : "fp32");
@@ -246,36 +236,17 @@ BenchInt8Result bench_quantize_int8_cuda(std::size_t rows, std::size_t cols, boo
   check(cudaDeviceSynchronize(), "int8 quantization kernel");
   std::vector<int8_t> q(n), qref(n);
   std::vector<float> s(ns), sref(ns);
-  check(cudaMemcpy(q.data(), dq.p, n, cudaMemcpyDeviceToHost), "copy back");
-  check(cudaMemcpy(s.data(), ds.p, ns * 4, cudaMemcpyDeviceToHost), "copy back");
+  check(cudaMemcpy(q.data(), dq.ptr, n, cudaMemcpyDeviceToHost), "copy back");
+  check(cudaMemcpy(s.data(), ds.ptr, ns * 4, cudaMemcpyDeviceToHost), "copy back");
   if (fp16) quantize_int8_ref_f16(hh.data(), rows, cols, per_row, qref.data(), sref.data());
   else quantize_int8_ref(hx.data(), rows, cols, per_row, qref.data(), sref.data());
   if (std::memcmp(q.data(), qref.data(), n) != 0 || std::memcmp(s.data(), sref.data(), ns * 4) != 0)
     throw std::runtime_error("bench quantize-int8: device codes or scales differ from the CPU reference");
   r.checked = n;
-  cudaEvent_t e0, e1;
-  check(cudaEventCreate(&e0), "event");
-  check(cudaEventCreate(&e1), "event");
-  auto time_it = [&](auto&& fn) {
-    fn();
-    std::vector<float> ms;
-    for (int k = 0; k < std::max(1, reps); ++k) {
-      check(cudaEventRecord(e0, 0), "event");
-      fn();
-      check(cudaEventRecord(e1, 0), "event");
-      check(cudaEventSynchronize(e1), "event");
-      float t = 0;
-      check(cudaEventElapsedTime(&t, e0, e1), "event");
-      ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    return double(ms[ms.size() / 2]) / 1e3;
-  };
+  auto time_it = [&](auto&& fn) { return detail::median_seconds(fn, reps, 0); };
   const double tq = time_it(run);
-  const void* src = fp16 ? static_cast<const void*>(dh.p) : static_cast<const void*>(dx.p);
-  const double tc = time_it([&] { check(cudaMemcpyAsync(dcopy.p, src, n * esize, cudaMemcpyDeviceToDevice, 0), "copy"); });
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
+  const void* src = fp16 ? static_cast<const void*>(dh.ptr) : static_cast<const void*>(dx.ptr);
+  const double tc = time_it([&] { check(cudaMemcpyAsync(dcopy.ptr, src, n * esize, cudaMemcpyDeviceToDevice, 0), "copy"); });
   r.quant_gbps = double(n * esize + n + ns * 4) / tq / 1e9;
   r.memcpy_gbps = double(2 * n * esize) / tc / 1e9;
   r.ratio = r.quant_gbps / r.memcpy_gbps;
