@@ -24,6 +24,7 @@
 #include "format/encode_simd.h"
 #include "format/format.h"
 #include "formatgridplot.h"
+#include "latencypanel.h"
 
 namespace {
 
@@ -45,6 +46,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_tabs->setDocumentMode(true);
   // Later views (Error, Training, Latency) add their own tabs next to this one.
   m_tabs->addTab(buildFormatsTab(), QStringLiteral("Formats"));
+  m_tabs->addTab(new LatencyPanel, QStringLiteral("Latency"));
   setCentralWidget(m_tabs);
   buildMenus();
   buildStatusBar();

@@ -1,0 +1,600 @@
+// LatencyPanel: kernel/size/thread controls, a QtConcurrent sweep over qs::bench_gemm_cpu whose rows stream
+// into three log-log plots through a ~40 ms coalescing timer, and atomic PNG/PDF/SVG/CSV export.
+// Exercise: the Latency tab of `quantscope`, `QT_QPA_PLATFORM=offscreen ./build/tst_latencypanel`.
+#include "latencypanel.h"
+
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMenu>
+#include <QMessageBox>
+#include <QPageLayout>
+#include <QPdfWriter>
+#include <QPointer>
+#include <QProgressBar>
+#include <QPromise>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSaveFile>
+#include <QSpinBox>
+#include <QThread>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+#ifdef QS_HAVE_QTSVG
+#include <QSvgGenerator>
+#endif
+
+#include <qcustomplot.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+
+#include "gemm/gemm.h"
+
+namespace {
+
+const QColor kPalette[] = {QColor(31, 119, 180), QColor(230, 110, 20), QColor(44, 160, 44), QColor(214, 39, 40),
+                           QColor(148, 103, 189), QColor(140, 86, 75), QColor(227, 119, 194), QColor(127, 127, 127),
+                           QColor(188, 189, 34), QColor(23, 190, 207)};
+
+const char* const kCsvHeader = "backend,kernel,M,N,K,threads,median_ms,gops,speedup_vs_fp32,max_abs_err_vs_ref\n";
+
+// The same formatting as `quantscope-cli bench gemm`, so files from either compare line by line.
+QByteArray csvRow(const qs::BenchGemmRow& r) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s,%s,%d,%d,%d,%d,%.6g,%.2f,%.3f,%.6g\n", r.backend.c_str(), r.kernel.c_str(), r.M,
+                r.N, r.K, r.threads, r.median_ms, r.gops, r.speedup_vs_fp32, r.max_abs_err_vs_ref);
+  return QByteArray(buf);
+}
+
+double plotValue(LatencyPanel::Plot which, const qs::BenchGemmRow& r) {
+  switch (which) {
+    case LatencyPanel::Plot::Time: return r.median_ms;
+    case LatencyPanel::Plot::Gops: return r.gops;
+    case LatencyPanel::Plot::Speedup: return r.speedup_vs_fp32;
+  }
+  return 0;
+}
+
+// A log range around [lo, hi] with a margin, wide enough that a single point sits in the middle.
+QCPRange logRange(double lo, double hi, double margin) {
+  if (!(lo > 0) || !(hi >= lo)) return QCPRange(0.1, 10);
+  return QCPRange(lo / margin, hi * margin);
+}
+
+bool paintVector(QCustomPlot* plot, QPaintDevice* device, QSize size) {
+  QCPPainter painter;
+  if (!painter.begin(device)) return false;
+  painter.setMode(QCPPainter::pmVectorized);
+  plot->toPainter(&painter, size.width(), size.height());
+  return painter.end();
+}
+
+}  // namespace
+
+LatencyPanel::LatencyPanel(QWidget* parent) : QWidget(parent), m_shared(std::make_shared<Shared>()) {
+  buildUi();
+  m_coalesce.setSingleShot(true);
+  m_coalesce.setInterval(40);
+  connect(&m_coalesce, &QTimer::timeout, this, &LatencyPanel::flushRows);
+  connect(&m_watcher, &QFutureWatcher<void>::progressRangeChanged, m_progress, &QProgressBar::setRange);
+  connect(&m_watcher, &QFutureWatcher<void>::progressValueChanged, m_progress, &QProgressBar::setValue);
+  connect(&m_watcher, &QFutureWatcher<void>::finished, this, &LatencyPanel::onFinished);
+  resetPlots({}, threads());
+}
+
+LatencyPanel::~LatencyPanel() {
+  if (m_running) {
+    m_watcher.disconnect(this);
+    m_watcher.cancel();
+    m_watcher.waitForFinished();
+  }
+}
+
+void LatencyPanel::buildUi() {
+  m_kernelList = new QListWidget;
+  m_kernelList->setObjectName(QStringLiteral("kernelList"));
+  m_kernelList->setToolTip(QStringLiteral("Kernels to time. fp32-eigen is the baseline and is always measured; "
+                                          "-dq adds the fused dequantization, -e2e also quantizes the activations"));
+  const std::vector<std::string> names = qs::bench_gemm_kernels();
+  const auto& levels = qs::available_gemm_levels();
+  const QString best = levels.empty() ? QString()
+                                      : QStringLiteral("int8-") + QString::fromLatin1(qs::gemm_level_name(levels.back()));
+  for (const std::string& n : names) {
+    const QString name = QString::fromStdString(n);
+    auto* item = new QListWidgetItem(name, m_kernelList);
+    item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable);
+    const bool on = name == u"fp32-eigen" || name == best || name == best + QStringLiteral("-e2e");
+    item->setCheckState(on ? Qt::Checked : Qt::Unchecked);
+    if (name == u"fp32-eigen") {
+      item->setFlags(Qt::ItemIsEnabled);  // the baseline of the speedup plot: always on
+      item->setToolTip(QStringLiteral("The float baseline (Eigen sgemm): always measured"));
+    } else if (name.contains(u"onednn")) {
+      item->setToolTip(QStringLiteral("Comparison: %1").arg(QString::fromStdString(qs::bench_gemm_comparison())));
+    } else if (name == u"int8-ref" || name.startsWith(u"int8-generic")) {
+      item->setToolTip(QStringLiteral("Slow scalar kernel: keep the sizes small"));
+    }
+  }
+  m_kernelList->setMinimumHeight(120);
+
+  m_sizesEdit = new QLineEdit(QStringLiteral("256,512,1024"));
+  m_sizesEdit->setObjectName(QStringLiteral("sizesEdit"));
+  m_sizesEdit->setToolTip(QStringLiteral("Square sizes M = K = N, comma separated"));
+  m_threadsSpin = new QSpinBox;
+  m_threadsSpin->setObjectName(QStringLiteral("threadsSpin"));
+  m_threadsSpin->setRange(1, std::max(1, QThread::idealThreadCount()));
+  m_threadsSpin->setValue(1);
+  m_threadsSpin->setToolTip(QStringLiteral("Threads for every kernel of the sweep"));
+
+  m_runButton = new QPushButton(QStringLiteral("Run"));
+  m_runButton->setObjectName(QStringLiteral("runButton"));
+  m_cancelButton = new QPushButton(QStringLiteral("Cancel"));
+  m_cancelButton->setObjectName(QStringLiteral("cancelButton"));
+  m_cancelButton->setEnabled(false);
+  m_progress = new QProgressBar;
+  m_progress->setObjectName(QStringLiteral("sweepProgress"));
+  m_progress->setRange(0, 1);
+  m_progress->setValue(0);
+  m_progress->setFormat(QStringLiteral("%v / %m kernel runs"));
+  m_status = new QLabel(QStringLiteral("Each kernel is checked against a reference, then timed."));
+  m_status->setObjectName(QStringLiteral("sweepStatus"));
+  m_status->setWordWrap(true);
+  m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+  m_exportButton = new QToolButton;
+  m_exportButton->setObjectName(QStringLiteral("exportButton"));
+  m_exportButton->setText(QStringLiteral("Export…"));
+  m_exportButton->setPopupMode(QToolButton::InstantPopup);
+  auto* menu = new QMenu(m_exportButton);
+  menu->addAction(QStringLiteral("Time plot…"), this, [this] { exportInteractive(Plot::Time); });
+  menu->addAction(QStringLiteral("GOP/s plot…"), this, [this] { exportInteractive(Plot::Gops); });
+  menu->addAction(QStringLiteral("Speedup plot…"), this, [this] { exportInteractive(Plot::Speedup); });
+  menu->addSeparator();
+  menu->addAction(QStringLiteral("Rows as CSV…"), this, &LatencyPanel::exportCsvInteractive);
+  m_exportButton->setMenu(menu);
+
+  auto* form = new QFormLayout;
+  form->addRow(QStringLiteral("Sizes:"), m_sizesEdit);
+  form->addRow(QStringLiteral("Threads:"), m_threadsSpin);
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(m_runButton);
+  buttons->addWidget(m_cancelButton);
+  buttons->addWidget(m_exportButton);
+
+  auto* controls = new QVBoxLayout;
+  controls->addWidget(new QLabel(QStringLiteral("Kernels:")));
+  controls->addWidget(m_kernelList, 1);
+  controls->addLayout(form);
+  controls->addLayout(buttons);
+  controls->addWidget(m_progress);
+  controls->addWidget(m_status);
+  auto* side = new QWidget;
+  side->setLayout(controls);
+  side->setFixedWidth(250);
+  controls->setContentsMargins(0, 0, 0, 0);
+
+  m_plots[int(Plot::Time)] = makePlot(QStringLiteral("Median time per GEMM"), QStringLiteral("median time (ms)"));
+  m_plots[int(Plot::Gops)] = makePlot(QStringLiteral("Throughput"), QStringLiteral("GOP/s (2·M·N·K / time)"));
+  m_plots[int(Plot::Speedup)] = makePlot(QStringLiteral("Speedup over fp32-eigen"), QStringLiteral("speedup (×)"));
+  m_plots[int(Plot::Time)]->setObjectName(QStringLiteral("timePlot"));
+  m_plots[int(Plot::Gops)]->setObjectName(QStringLiteral("gopsPlot"));
+  m_plots[int(Plot::Speedup)]->setObjectName(QStringLiteral("speedupPlot"));
+  // Speedups read best at powers of two (0.5×, 1×, 2×, 4×).
+  qSharedPointerCast<QCPAxisTickerLog>(m_plots[int(Plot::Speedup)]->yAxis->ticker())->setLogBase(2);
+  qSharedPointerCast<QCPAxisTickerLog>(m_plots[int(Plot::Speedup)]->yAxis->ticker())->setSubTickCount(1);
+
+  auto* plots = new QGridLayout;
+  plots->addWidget(m_plots[int(Plot::Time)], 0, 0);
+  plots->addWidget(m_plots[int(Plot::Gops)], 0, 1);
+  plots->addWidget(m_plots[int(Plot::Speedup)], 1, 0, 1, 2);
+  plots->setSpacing(4);
+
+  auto* layout = new QHBoxLayout(this);
+  layout->setContentsMargins(10, 8, 10, 4);
+  layout->addWidget(side);
+  layout->addLayout(plots, 1);
+
+  connect(m_runButton, &QPushButton::clicked, this, &LatencyPanel::run);
+  connect(m_cancelButton, &QPushButton::clicked, this, &LatencyPanel::cancel);
+}
+
+QCustomPlot* LatencyPanel::makePlot(const QString& title, const QString& yLabel) {
+  auto* p = new QCustomPlot;
+  p->setMinimumSize(320, 220);
+  p->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  p->plotLayout()->insertRow(0);
+  auto* t = new QCPTextElement(p, title, QFont(font().family(), 11, QFont::Bold));
+  t->setObjectName(QStringLiteral("title"));
+  t->setMargins(QMargins(0, 6, 0, 2));
+  p->plotLayout()->addElement(0, 0, t);
+  for (QCPAxis* a : {p->xAxis, p->yAxis}) {
+    a->setScaleType(QCPAxis::stLogarithmic);
+    auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
+    ticker->setLogBase(a == p->xAxis ? 2 : 10);
+    ticker->setSubTickCount(a == p->xAxis ? 0 : 8);
+    a->setTicker(ticker);
+    a->grid()->setPen(QPen(QColor(220, 220, 220), 0, Qt::DotLine));
+    a->grid()->setSubGridVisible(a == p->yAxis);
+    a->grid()->setSubGridPen(QPen(QColor(238, 238, 238), 0, Qt::DotLine));
+    a->setLabelFont(QFont(font().family(), 9));
+  }
+  p->xAxis->setNumberFormat(QStringLiteral("f"));
+  p->xAxis->setNumberPrecision(0);
+  p->yAxis->setNumberFormat(QStringLiteral("gb"));
+  p->xAxis->setLabel(QStringLiteral("size M = K = N"));
+  p->yAxis->setLabel(yLabel);
+  p->legend->setVisible(true);
+  p->legend->setBrush(QColor(255, 255, 255, 220));
+  p->legend->setBorderPen(QPen(QColor(200, 200, 200)));
+  p->legend->setFont(QFont(font().family(), 8));
+  // Every curve rises with the size, and rescale() leaves headroom above them: the top left stays free.
+  p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  connect(p, &QCustomPlot::mouseDoubleClick, this, &LatencyPanel::rescale);
+  return p;
+}
+
+QStringList LatencyPanel::availableKernels() const {
+  QStringList out;
+  for (int i = 0; i < m_kernelList->count(); ++i) out << m_kernelList->item(i)->text();
+  return out;
+}
+
+QStringList LatencyPanel::selectedKernels() const {
+  QStringList out;
+  for (int i = 0; i < m_kernelList->count(); ++i)
+    if (m_kernelList->item(i)->checkState() == Qt::Checked) out << m_kernelList->item(i)->text();
+  return out;
+}
+
+QList<int> LatencyPanel::sizes(QString* error) const {
+  QList<int> out;
+  const QStringList parts = m_sizesEdit->text().split(QRegularExpression(QStringLiteral("[,;\\s]+")), Qt::SkipEmptyParts);
+  for (const QString& s : parts) {
+    bool ok = false;
+    const int v = s.toInt(&ok);
+    if (!ok || v <= 0 || v > 16384) {
+      if (error) *error = QStringLiteral("size '%1' is not an integer in 1..16384").arg(s);
+      return {};
+    }
+    out << v;
+  }
+  if (out.isEmpty() && error) *error = QStringLiteral("no sizes given (e.g. 256,512,1024)");
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+int LatencyPanel::threads() const { return m_threadsSpin->value(); }
+
+QString LatencyPanel::statusText() const { return m_status->text(); }
+
+QCustomPlot* LatencyPanel::plot(Plot which) const { return m_plots[int(which)]; }
+
+QCPGraph* LatencyPanel::graph(Plot which, const QString& kernel) const {
+  const qsizetype i = m_plotted.indexOf(kernel);
+  return i < 0 ? nullptr : m_plots[int(which)]->graph(int(i));
+}
+
+void LatencyPanel::showStatus(const QString& text, bool error) {
+  m_status->setStyleSheet(error ? QStringLiteral("color: #c62828;") : QString());
+  m_status->setText(text);
+}
+
+void LatencyPanel::run() {
+  QString error;
+  const QList<int> s = sizes(&error);
+  if (s.isEmpty()) {
+    showStatus(error, true);
+    return;
+  }
+  runSweep(s, selectedKernels(), threads());
+}
+
+bool LatencyPanel::runSweep(const QList<int>& sizeList, const QStringList& kernelList, int threadCount) {
+  if (m_running) {
+    showStatus(QStringLiteral("A sweep is already running"), true);
+    return false;
+  }
+  QList<int> s;
+  for (int v : sizeList)
+    if (v > 0 && !s.contains(v)) s << v;
+  std::sort(s.begin(), s.end());
+  const QStringList offered = availableKernels();
+  QStringList kernels{QStringLiteral("fp32-eigen")};  // the baseline, first, as the benchmark times it
+  for (const QString& k : offered)  // benchmark order, so legends read the same every time
+    if (k != u"fp32-eigen" && kernelList.contains(k)) kernels << k;
+  QStringList unknown;
+  for (const QString& k : kernelList)
+    if (!offered.contains(k)) unknown << k;
+  if (s.isEmpty() || !unknown.isEmpty()) {
+    showStatus(s.isEmpty() ? QStringLiteral("No valid sizes to run")
+                           : QStringLiteral("Not available here: %1").arg(unknown.join(QStringLiteral(", "))),
+               true);
+    return false;
+  }
+  threadCount = std::clamp(threadCount, 1, m_threadsSpin->maximum());
+
+  // The controls show what runs, so a later Run repeats it.
+  QStringList sizeText;
+  for (int v : s) sizeText << QString::number(v);
+  m_sizesEdit->setText(sizeText.join(u','));
+  m_threadsSpin->setValue(threadCount);
+  for (int i = 0; i < m_kernelList->count(); ++i) {
+    QListWidgetItem* item = m_kernelList->item(i);
+    item->setCheckState(kernels.contains(item->text()) ? Qt::Checked : Qt::Unchecked);
+  }
+
+  qs::BenchGemmConfig cfg;
+  for (int v : s) cfg.shapes.push_back({.M = v, .K = v, .N = v});
+  cfg.threads = threadCount;
+  for (const QString& k : kernels) cfg.kernels.push_back(k.toStdString());
+
+  m_rows.clear();
+  m_shared = std::make_shared<Shared>();
+  m_cancelled = false;
+  m_sweepThreads = threadCount;
+  resetPlots(kernels, threadCount);
+  m_progress->setRange(0, int(s.size() * kernels.size()));
+  m_progress->setValue(0);
+  setControlsRunning(true);
+  showStatus(QStringLiteral("Running %1 kernels × %2 sizes on %3 thread(s)…")
+                 .arg(kernels.size())
+                 .arg(s.size())
+                 .arg(threadCount));
+
+  std::shared_ptr<Shared> shared = m_shared;
+  QPointer<LatencyPanel> self(this);
+  auto job = [cfg, shared, self](QPromise<void>& promise) {
+    auto onRow = [&](const qs::BenchGemmRow& row) {
+      {
+        QMutexLocker lock(&shared->mutex);
+        shared->pending.push_back(row);
+      }
+      // The panel waits for this job in its destructor, so it outlives the call; the timer coalesces.
+      QMetaObject::invokeMethod(self.data(), [self] {
+        if (self && !self->m_coalesce.isActive()) self->m_coalesce.start();
+      }, Qt::QueuedConnection);
+    };
+    auto progress = [&](std::size_t done, std::size_t total) {
+      promise.setProgressRange(0, int(total));
+      promise.setProgressValue(int(done));
+      return !promise.isCanceled();
+    };
+    try {
+      qs::bench_gemm_cpu(cfg, onRow, progress);
+    } catch (const std::exception& e) {
+      QMutexLocker lock(&shared->mutex);
+      shared->error = QString::fromUtf8(e.what());
+    }
+  };
+  m_running = true;
+  m_watcher.setFuture(QtConcurrent::run(job));
+  emit sweepStarted();
+  return true;
+}
+
+void LatencyPanel::cancel() {
+  if (!m_running || m_cancelled) return;
+  m_cancelled = true;
+  m_cancelButton->setEnabled(false);
+  showStatus(QStringLiteral("Cancelling after the kernel being timed…"));
+  m_watcher.cancel();
+}
+
+void LatencyPanel::resetPlots(const QStringList& kernels, int threadCount) {
+  m_plotted = kernels;
+  for (int p = 0; p < 3; ++p) {
+    QCustomPlot* plot = m_plots[p];
+    plot->clearGraphs();
+    for (int i = 0; i < kernels.size(); ++i) {
+      QCPGraph* g = plot->addGraph();
+      g->setName(kernels[i]);
+      const QColor c = kPalette[i % std::size(kPalette)];
+      QPen pen(c, kernels[i] == u"fp32-eigen" ? 2.4 : 1.8);
+      if (kernels[i].endsWith(u"-e2e")) pen.setStyle(Qt::DashLine);
+      if (kernels[i].endsWith(u"-dq")) pen.setStyle(Qt::DashDotLine);
+      g->setPen(pen);
+      g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, c, 6));
+    }
+    plot->legend->setVisible(!kernels.isEmpty());
+    if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0))) {
+      QString text = title->text().section(QStringLiteral("  ·  "), 0, 0);
+      if (!kernels.isEmpty()) text += QStringLiteral("  ·  %1 thread%2").arg(threadCount).arg(threadCount == 1 ? "" : "s");
+      title->setText(text);
+    }
+  }
+  rescale();
+}
+
+void LatencyPanel::flushRows() {
+  std::vector<qs::BenchGemmRow> fresh;
+  {
+    QMutexLocker lock(&m_shared->mutex);
+    fresh.swap(m_shared->pending);
+  }
+  if (fresh.empty()) return;
+  for (const qs::BenchGemmRow& r : fresh) {
+    m_rows.push_back(r);
+    const QString kernel = QString::fromStdString(r.kernel);
+    const qsizetype gi = m_plotted.indexOf(kernel);
+    if (gi < 0) continue;
+    for (Plot which : {Plot::Time, Plot::Gops, Plot::Speedup}) {
+      const double v = plotValue(which, r);
+      if (v > 0 && std::isfinite(v)) m_plots[int(which)]->graph(int(gi))->addData(r.M, v);
+    }
+  }
+  rescale();
+  const qs::BenchGemmRow& last = fresh.back();
+  showStatus(QStringLiteral("%1 at %2: %3 ms, %4 GOP/s, %5× fp32")
+                 .arg(QString::fromStdString(last.kernel), QString::number(last.M) + QStringLiteral("³"))
+                 .arg(last.median_ms, 0, 'g', 4)
+                 .arg(last.gops, 0, 'f', 1)
+                 .arg(last.speedup_vs_fp32, 0, 'f', 2));
+  for (const qs::BenchGemmRow& r : fresh) emit rowMeasured(QString::fromStdString(r.kernel), r.M);
+}
+
+void LatencyPanel::rescale() {
+  for (QCustomPlot* plot : m_plots) {
+    double xlo = 0, xhi = 0, ylo = 0, yhi = 0;
+    bool any = false;
+    for (int i = 0; i < plot->graphCount(); ++i)
+      for (auto it = plot->graph(i)->data()->constBegin(); it != plot->graph(i)->data()->constEnd(); ++it) {
+        if (!any) {
+          xlo = xhi = it->key;
+          ylo = yhi = it->value;
+          any = true;
+        }
+        xlo = std::min(xlo, it->key);
+        xhi = std::max(xhi, it->key);
+        ylo = std::min(ylo, it->value);
+        yhi = std::max(yhi, it->value);
+      }
+    if (!any) {
+      plot->xAxis->setRange(128, 2048);
+      plot->yAxis->setRange(plot == m_plots[int(Plot::Speedup)] ? QCPRange(0.5, 8) : QCPRange(0.1, 100));
+    } else {
+      plot->xAxis->setRange(logRange(xlo, xhi, 1.25));
+      if (plot == m_plots[int(Plot::Speedup)]) {  // keep 1× (fp32) and a little headroom in view
+        ylo = std::min(ylo, 1.0);
+        yhi = std::max(yhi, 1.0);
+      }
+      // Room at the top for the legend.
+      const QCPRange r = logRange(ylo, yhi, 1.3);
+      plot->yAxis->setRange(r.lower, r.upper * std::pow(r.upper / r.lower, 0.35));
+    }
+    plot->replot(QCustomPlot::rpQueuedReplot);
+  }
+}
+
+void LatencyPanel::onFinished() {
+  m_coalesce.stop();
+  flushRows();
+  m_running = false;
+  setControlsRunning(false);
+  QString error;
+  {
+    QMutexLocker lock(&m_shared->mutex);
+    error = m_shared->error;
+  }
+  if (!error.isEmpty()) {
+    showStatus(QStringLiteral("Stopped: %1").arg(error), true);
+  } else if (m_cancelled) {
+    showStatus(QStringLiteral("Cancelled after %1 row%2").arg(m_rows.size()).arg(m_rows.size() == 1 ? "" : "s"));
+  } else {
+    m_progress->setValue(m_progress->maximum());
+    showStatus(QStringLiteral("Done: %1 rows, every kernel checked before it was timed").arg(m_rows.size()));
+  }
+  emit sweepFinished();
+}
+
+void LatencyPanel::setControlsRunning(bool running) {
+  m_runButton->setEnabled(!running);
+  m_cancelButton->setEnabled(running);
+  m_kernelList->setEnabled(!running);
+  m_sizesEdit->setEnabled(!running);
+  m_threadsSpin->setEnabled(!running);
+}
+
+QStringList LatencyPanel::plotSuffixes() {
+#ifdef QS_HAVE_QTSVG
+  return {QStringLiteral("png"), QStringLiteral("pdf"), QStringLiteral("svg")};
+#else
+  return {QStringLiteral("png"), QStringLiteral("pdf")};
+#endif
+}
+
+bool LatencyPanel::exportPlot(Plot which, const QString& path, QString* error) {
+  auto fail = [&](const QString& why) {
+    if (error) *error = why;
+    return false;
+  };
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  if (suffix == u"csv") return exportCsv(path, error);
+  if (!plotSuffixes().contains(suffix))
+    return fail(QStringLiteral("unsupported file type '%1' (use .%2 or .csv)")
+                    .arg(suffix.isEmpty() ? path : QStringLiteral(".") + suffix,
+                         plotSuffixes().join(QStringLiteral(", ."))));
+  QCustomPlot* p = m_plots[int(which)];
+  // What is on screen; a plot never shown (scripts, tests) gets a figure-sized default.
+  const QSize size(p->width() >= 300 ? p->width() : 900, p->height() >= 200 ? p->height() : 560);
+  QSaveFile file(path);  // temp file + rename: never half a file at `path`
+  if (!file.open(QIODevice::WriteOnly)) return fail(QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
+  bool ok = false;
+  if (suffix == u"pdf") {
+    QPdfWriter writer(&file);
+    writer.setResolution(72);
+    writer.setCreator(QStringLiteral("QuantScope"));
+    writer.setPageLayout(QPageLayout(QPageSize(QSizeF(size), QPageSize::Point, QString(), QPageSize::ExactMatch),
+                                     QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
+    ok = paintVector(p, &writer, size);
+  } else if (suffix == u"svg") {
+#ifdef QS_HAVE_QTSVG
+    QSvgGenerator generator;
+    generator.setOutputDevice(&file);
+    generator.setSize(size);
+    generator.setViewBox(QRect(QPoint(0, 0), size));
+    generator.setTitle(QStringLiteral("QuantScope GEMM latency"));
+    ok = paintVector(p, &generator, size);
+#endif
+  } else {
+    ok = p->toPixmap(size.width(), size.height()).save(&file, "PNG");
+  }
+  if (!ok) {
+    file.cancelWriting();
+    return fail(QStringLiteral("cannot write %1: encoding the %2 failed").arg(path, suffix.toUpper()));
+  }
+  if (!file.commit()) return fail(QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
+  return true;
+}
+
+bool LatencyPanel::exportCsv(const QString& path, QString* error) const {
+  auto fail = [&](const QString& why) {
+    if (error) *error = why;
+    return false;
+  };
+  QByteArray buf(kCsvHeader);
+  for (const qs::BenchGemmRow& r : m_rows) buf += csvRow(r);
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly)) return fail(QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
+  if (file.write(buf) != buf.size()) {
+    file.cancelWriting();
+    return fail(QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
+  }
+  if (!file.commit()) return fail(QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
+  return true;
+}
+
+void LatencyPanel::exportInteractive(Plot which) {
+  static const char* const stems[] = {"gemm-latency-time", "gemm-latency-gops", "gemm-latency-speedup"};
+  QStringList filters;
+  for (const QString& s : plotSuffixes()) filters << QStringLiteral("%1 (*.%2)").arg(s.toUpper(), s);
+  QString filter = filters.front();
+  QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export plot"),
+                                              QDir::home().filePath(QString::fromLatin1(stems[int(which)]) + ".png"),
+                                              filters.join(QStringLiteral(";;")), &filter);
+  if (path.isEmpty()) return;
+  if (QFileInfo(path).suffix().isEmpty()) path += filter.mid(filter.lastIndexOf(u'.')).chopped(1);
+  QString error;
+  if (!exportPlot(which, path, &error)) QMessageBox::warning(this, QStringLiteral("Export failed"), error);
+  else showStatus(QStringLiteral("Exported %1").arg(QDir::toNativeSeparators(path)));
+}
+
+void LatencyPanel::exportCsvInteractive() {
+  QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export rows"),
+                                              QDir::home().filePath(QStringLiteral("gemm-latency.csv")),
+                                              QStringLiteral("CSV (*.csv)"));
+  if (path.isEmpty()) return;
+  if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".csv");
+  QString error;
+  if (!exportCsv(path, &error)) QMessageBox::warning(this, QStringLiteral("Export failed"), error);
+  else showStatus(QStringLiteral("Exported %1 rows to %2").arg(m_rows.size()).arg(QDir::toNativeSeparators(path)));
+}

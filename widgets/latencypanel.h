@@ -1,0 +1,107 @@
+// LatencyPanel: the "Latency" tab — a live fp32-vs-int8 GEMM sweep (qs::bench_gemm_cpu) plotted as median
+// time, GOP/s and speedup over fp32-eigen against the square size M = K = N, one graph per kernel.
+// Exercise: the Latency tab of `quantscope`, or `QT_QPA_PLATFORM=offscreen ./build/tst_latencypanel`.
+#pragma once
+
+#include <QFutureWatcher>
+#include <QList>
+#include <QMutex>
+#include <QStringList>
+#include <QTimer>
+#include <QVector>
+#include <QWidget>
+
+#include <memory>
+
+#include "gemm/gemm_bench.h"
+
+class QCustomPlot;
+class QCPGraph;
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QToolButton;
+
+class LatencyPanel : public QWidget {
+  Q_OBJECT
+
+public:
+  enum class Plot { Time, Gops, Speedup };
+
+  explicit LatencyPanel(QWidget* parent = nullptr);
+  ~LatencyPanel() override;  // cancels a running sweep and waits for it
+
+  // What the benchmark offers on this machine and build (fp32-eigen first), and the ones checked.
+  QStringList availableKernels() const;
+  QStringList selectedKernels() const;
+  // The sizes field parsed: ascending, distinct, positive; empty with *error set when it does not parse.
+  QList<int> sizes(QString* error = nullptr) const;
+  int threads() const;
+
+  bool isRunning() const { return m_running; }
+  // Rows measured by the last sweep (also while it runs, up to the last coalesced update).
+  const std::vector<qs::BenchGemmRow>& rows() const { return m_rows; }
+  QString statusText() const;
+
+  QCustomPlot* plot(Plot which) const;
+  QCPGraph* graph(Plot which, const QString& kernel) const;  // nullptr if the kernel is not plotted
+
+  // Atomic exports (QSaveFile): a plot to .png/.pdf/.svg by suffix, or .csv for the rows with the
+  // columns of `quantscope-cli bench gemm`. On failure nothing is left at `path`; *error says why.
+  bool exportPlot(Plot which, const QString& path, QString* error = nullptr);
+  bool exportCsv(const QString& path, QString* error = nullptr) const;
+  static QStringList plotSuffixes();  // "png", "pdf", and "svg" when built with Qt SVG
+
+public slots:
+  // Starts a sweep of square shapes on a worker thread (QtConcurrent + QPromise); the controls are
+  // set to match. fp32-eigen (the baseline) is always measured. Returns false, with the reason in the
+  // status line, when a sweep is already running or the input is empty/invalid (no sweepFinished then).
+  bool runSweep(const QList<int>& sizes, const QStringList& kernels, int threads);
+  void run();     // runSweep() with what the controls say (the Run button)
+  void cancel();  // stops after the kernel being timed; sweepFinished follows
+
+signals:
+  void sweepStarted();
+  void rowMeasured(const QString& kernel, int size);  // after the row reaches the plots
+  void sweepFinished();
+
+private:
+  struct Shared {  // the worker's side: rows not yet plotted, and the error that ended the sweep
+    QMutex mutex;
+    std::vector<qs::BenchGemmRow> pending;
+    QString error;
+  };
+
+  void buildUi();
+  QCustomPlot* makePlot(const QString& title, const QString& yLabel);
+  void resetPlots(const QStringList& kernels, int threads);
+  void flushRows();  // pending rows -> graphs, then one queued replot
+  void rescale();
+  void onFinished();
+  void setControlsRunning(bool running);
+  void exportInteractive(Plot which);
+  void exportCsvInteractive();
+  void showStatus(const QString& text, bool error = false);
+
+  QListWidget* m_kernelList = nullptr;
+  QLineEdit* m_sizesEdit = nullptr;
+  QSpinBox* m_threadsSpin = nullptr;
+  QPushButton* m_runButton = nullptr;
+  QPushButton* m_cancelButton = nullptr;
+  QToolButton* m_exportButton = nullptr;
+  QProgressBar* m_progress = nullptr;
+  QLabel* m_status = nullptr;
+  QCustomPlot* m_plots[3] = {nullptr, nullptr, nullptr};
+
+  QFutureWatcher<void> m_watcher;
+  std::shared_ptr<Shared> m_shared;
+  QTimer m_coalesce;  // ~40 ms: rows arriving close together become one replot
+  bool m_running = false;
+  bool m_cancelled = false;
+  std::vector<qs::BenchGemmRow> m_rows;
+  QStringList m_plotted;  // kernels with graphs, in graph order
+  int m_sweepThreads = 1;
+};
