@@ -100,7 +100,7 @@ void affine_chunk(const Format& f, const EncodeOptions& opt, const T* x, std::si
 EncodeStats encode_affine_f32(const Format& f, const EncodeOptions& opt, const float* x, std::size_t n,
                               uint64_t index0, float scale, int32_t zero_point, float* values) {
   EncodeStats st;
-  affine_chunk(f, opt, x - 0, 0, n, scale, zero_point, values, nullptr, nullptr, st, index0);
+  affine_chunk(f, opt, x, 0, n, scale, zero_point, values, nullptr, nullptr, st, index0);
   return st;
 }
 
