@@ -46,15 +46,10 @@ const QColor kPalette[] = {QColor(31, 119, 180), QColor(230, 110, 20), QColor(44
                            QColor(148, 103, 189), QColor(140, 86, 75), QColor(227, 119, 194), QColor(127, 127, 127),
                            QColor(188, 189, 34), QColor(23, 190, 207)};
 
-const char* const kCsvHeader = "backend,kernel,M,N,K,threads,median_ms,gops,speedup_vs_fp32,max_abs_err_vs_ref\n";
+const char* const kCsvHeader = qs::bench_gemm_csv_header();
 
 // The same formatting as `quantscope-cli bench gemm`, so files from either compare line by line.
-QByteArray csvRow(const qs::BenchGemmRow& r) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%s,%s,%d,%d,%d,%d,%.6g,%.2f,%.3f,%.6g\n", r.backend.c_str(), r.kernel.c_str(), r.M,
-                r.N, r.K, r.threads, r.median_ms, r.gops, r.speedup_vs_fp32, r.max_abs_err_vs_ref);
-  return QByteArray(buf);
-}
+QByteArray csvRow(const qs::BenchGemmRow& r) { return QByteArray::fromStdString(qs::bench_gemm_csv_row(r)); }
 
 double plotValue(LatencyPanel::Plot which, const qs::BenchGemmRow& r) {
   switch (which) {

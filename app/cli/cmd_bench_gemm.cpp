@@ -41,12 +41,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-std::string csv_row(const BenchGemmRow& r) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%s,%s,%d,%d,%d,%d,%.6g,%.2f,%.3f,%.6g\n", r.backend.c_str(), r.kernel.c_str(), r.M,
-                r.N, r.K, r.threads, r.median_ms, r.gops, r.speedup_vs_fp32, r.max_abs_err_vs_ref);
-  return buf;
-}
 
 }  // namespace
 
@@ -106,10 +100,10 @@ void add_bench_gemm(CLI::App& bench) {
     const std::string extra = bench_gemm_comparison();
     std::fprintf(stderr, "# int8 levels: %s; activations quantized per %s; comparison: %s; each kernel checked before timing\n",
                  levels.c_str(), o.act.c_str(), extra.empty() ? "none (oneDNN not built in)" : extra.c_str());
-    const std::string header = "backend,kernel,M,N,K,threads,median_ms,gops,speedup_vs_fp32,max_abs_err_vs_ref\n";
+    const std::string header = bench_gemm_csv_header();
     std::string all = header;
     bench_gemm_cpu(cfg, [&](const BenchGemmRow& r) {
-      const std::string line = csv_row(r);
+      const std::string line = bench_gemm_csv_row(r);
       if (all.size() == header.size()) emit(header, "");  // after validation: an error prints no header
       all += line;
       emit(line, "");

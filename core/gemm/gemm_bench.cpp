@@ -1,5 +1,6 @@
 // The GEMM benchmark: data and references per shape, then every kernel checked, then timed, with the
 // fp32 Eigen baseline first so each row carries its speedup. Exercise: `quantscope-cli bench gemm`.
+#include <cstdio>
 #include "gemm/gemm_bench.h"
 
 #include <algorithm>
@@ -282,6 +283,17 @@ std::vector<BenchGemmRow> bench_gemm_cpu(const BenchGemmConfig& cfg,
     }
   }
   return rows;
+}
+
+const char* bench_gemm_csv_header() {
+  return "backend,kernel,M,N,K,threads,median_ms,gops,speedup_vs_fp32,max_abs_err_vs_ref\n";
+}
+
+std::string bench_gemm_csv_row(const BenchGemmRow& r) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s,%s,%d,%d,%d,%d,%.6g,%.2f,%.3f,%.6g\n", r.backend.c_str(), r.kernel.c_str(), r.M,
+                r.N, r.K, r.threads, r.median_ms, r.gops, r.speedup_vs_fp32, r.max_abs_err_vs_ref);
+  return buf;
 }
 
 }  // namespace qs

@@ -46,6 +46,12 @@ struct BenchGemmRow {
   int reps = 0;
 };
 
+// The CSV header and one row exactly as `quantscope-cli bench gemm` prints them (the Latency tab's
+// export uses the same, so files from either compare line by line).
+const char* bench_gemm_csv_header();  // ends with '\n'
+std::string bench_gemm_csv_row(const BenchGemmRow& r);  // ends with '\n'
+
+
 // Kernel names this build and CPU can run, in the order they are timed.
 std::vector<std::string> bench_gemm_kernels();
 // The optional comparison library built in, e.g. "oneDNN 2.6.3", or "" when there is none.
