@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "format/format.h"
+#include "format/encode_simd.h"
 
 namespace qs {
 
@@ -33,6 +34,12 @@ struct BenchQuantizeResult {
   double quant_gbps = 0, memcpy_gbps = 0, ratio = 0;  // bytes read + written per second / 1e9
   std::size_t checked = 0;  // elements verified against encode_ref before timing
 };
+
+// Correctness before timing: compares y (a fake-quantized copy of x, element i drawn with stochastic
+// index i) with encode_ref on up to `samples` evenly spread elements; throws std::runtime_error naming
+// `what` and the first element that differs. Returns the number of elements checked.
+std::size_t check_sample_against_ref(const Format& f, const EncodeOptions& opt, float scale, const float* x,
+                                     const float* y, std::size_t n, std::size_t samples, const std::string& what);
 
 // Checks a sample of the fast path against the reference first and throws std::runtime_error if
 // it differs; then times the fake-quant round trip (x -> decode(encode(x / s)) * s) and a memcpy

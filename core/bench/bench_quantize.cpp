@@ -13,6 +13,26 @@
 
 namespace qs {
 
+std::size_t check_sample_against_ref(const Format& f, const EncodeOptions& opt, float scale, const float* x,
+                                     const float* y, std::size_t n, std::size_t samples, const std::string& what) {
+  const std::size_t stride = std::max<std::size_t>(1, n / std::max<std::size_t>(samples, 1));
+  std::size_t checked = 0;
+  for (std::size_t i = 0; i < n; i += stride) {
+    EncodeJob job;
+    job.x = &x[i];
+    job.n = 1;
+    job.scale = scale;
+    float ref;
+    job.values = &ref;
+    job.index0 = i;
+    encode_f32_ref(f, opt, job);
+    if (std::memcmp(&ref, &y[i], sizeof ref) != 0)
+      throw std::runtime_error(what + " differs from encode_ref at element " + std::to_string(i));
+    ++checked;
+  }
+  return checked;
+}
+
 double median_seconds(const std::function<void()>& fn, int reps) {
   fn();
   std::vector<double> t;
@@ -64,21 +84,8 @@ BenchQuantizeResult bench_quantize_cpu(const BenchQuantizeConfig& cfg) {
   // Correctness before timing: a strided sample against the scalar reference.
   quantize();
   BenchQuantizeResult r;
-  const std::size_t stride = std::max<std::size_t>(1, n / (std::size_t(1) << 18));
-  for (std::size_t i = 0; i < n; i += stride) {
-    EncodeJob job;
-    job.x = &x[i];
-    job.n = 1;
-    job.scale = scale;
-    float ref;
-    job.values = &ref;
-    job.index0 = i;
-    encode_f32_ref(f, opt, job);
-    if (std::memcmp(&ref, &y[i], sizeof ref) != 0)
-      throw std::runtime_error("bench quantize: vectorized result differs from encode_ref at element " +
-                               std::to_string(i));
-    ++r.checked;
-  }
+  r.checked = check_sample_against_ref(f, opt, scale, x.data(), y.data(), n, std::size_t(1) << 18,
+                                       "bench quantize: vectorized result");
 
   const double bytes = 2.0 * double(n) * sizeof(float);
   const double tq = median_seconds(quantize, cfg.reps);

@@ -188,23 +188,10 @@ BenchQuantizeResult bench_quantize_cuda(const BenchQuantizeConfig& cfg) {
     launch_fake_quant(p, dx.ptr, dy.ptr, nullptr, n, 0, dcount.ptr, stream);
     check(cudaStreamSynchronize(stream), "fake-quant kernel");
     // Correctness before timing: a strided sample against the CPU reference.
-    const std::size_t stride = std::max<std::size_t>(1, n / (std::size_t(1) << 16));
     std::vector<float> dev(n);
     check(cudaMemcpy(dev.data(), dy.ptr, n * sizeof(float), cudaMemcpyDeviceToHost), "copy back");
-    for (std::size_t i = 0; i < n; i += stride) {
-      EncodeJob job;
-      job.x = &hx[i];
-      job.n = 1;
-      job.scale = scale;
-      float ref;
-      job.values = &ref;
-      job.index0 = i;
-      encode_f32_ref(f, opt, job);
-      if (std::memcmp(&ref, &dev[i], sizeof ref) != 0)
-        throw std::runtime_error("bench quantize --backend cuda: device result differs from encode_ref at element " +
-                                 std::to_string(i));
-      ++r.checked;
-    }
+    r.checked = check_sample_against_ref(f, opt, scale, hx.data(), dev.data(), n, std::size_t(1) << 16,
+                                         "bench quantize --backend cuda: device result");
     auto time_it = [&](auto&& fn) { return detail::median_seconds(fn, cfg.reps, stream); };
     const double tq = time_it([&] { launch_fake_quant(p, dx.ptr, dy.ptr, nullptr, n, 0, dcount.ptr, stream); });
     const double tc = time_it([&] {
