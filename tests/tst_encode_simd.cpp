@@ -5,6 +5,8 @@
 // Run: cmake --build build --target tst_encode_simd && QT_QPA_PLATFORM=offscreen build/tests/tst_encode_simd
 //      (one row: tst_encode_simd "matchesRef:e4m3fn/stochastic/ieee/scaled/avx512")
 #include "format/encode_simd.h"
+
+#include "test_rng.h"
 #include "format/format.h"
 #include "format/selftest.h"
 
@@ -41,22 +43,6 @@ constexpr uint16_t kSentinel16 = 0xbeef;
 constexpr uint8_t kSentinel8 = 0xa5;
 
 // SplitMix64 and hand-written transforms: the same numbers with any standard library.
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double open01() { return (double(next() >> 11) + 0.5) * 0x1p-53; }  // (0, 1)
-  double normal() { return std::sqrt(-2 * std::log(open01())) * std::cos(2 * std::numbers::pi * open01()); }
-  double laplace() {
-    const double u = open01() - 0.5;
-    return (u < 0 ? 1 : -1) * std::log(1 - 2 * std::fabs(u));
-  }
-  double sign() { return (next() & 1) ? -1.0 : 1.0; }
-};
 
 uint32_t bitsOf(float v) { return std::bit_cast<uint32_t>(v); }
 bool sameValue(float a, float b) { return (std::isnan(a) && std::isnan(b)) || bitsOf(a) == bitsOf(b); }

@@ -6,6 +6,8 @@
 // quantizer code for code against the int8 encoder; the Eigen fp32 baseline against float64.
 // Run: cmake --build build --target tst_gemm && build/tests/tst_gemm   (one row: tst_gemm "exact:7x13x50/random/t1/vnni")
 #include "format/encode_simd.h"
+
+#include "test_rng.h"
 #include "format/format.h"
 #include "gemm/gemm.h"
 #include "gemm/gemm_f32.h"
@@ -33,19 +35,6 @@ constexpr double kF32ExtraRoundings = 2;
 constexpr int64_t kMaxKInt8 = 131071;  // (2^31 - 1) / (128 * 128)
 
 // SplitMix64 seeded from the row name, so a failing row reproduces its input exactly.
-struct Rng {
-  uint64_t s;
-  explicit Rng(const char* tag) : s(0xcbf29ce484222325ULL) {
-    for (const char* p = tag; *p; ++p) s = (s ^ uint8_t(*p)) * 0x100000001b3ULL;
-  }
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return double(next() >> 11) * 0x1p-53; }
-};
 
 const char* tag() { return QTest::currentDataTag() ? QTest::currentDataTag() : QTest::currentTestFunction(); }
 
@@ -182,7 +171,7 @@ void tst_Gemm::exact() {
   QFETCH(qs::SimdLevel, level);
   // Every level sees the same data: seed from the row name without its level suffix.
   const std::string name = tag();
-  Rng rng(name.substr(0, name.rfind('/')).c_str());
+  Rng rng = Rng::from_tag(name.substr(0, name.rfind('/')).c_str());
   const auto a = fill(std::size_t(M) * K, how.toStdString(), false, rng);
   auto b = fill(std::size_t(K) * N, how.toStdString(), false, rng);
   if (how == "minmax") std::fill(b.begin(), b.end(), 0x80);  // (-128) * (-128) = the largest product
@@ -212,7 +201,7 @@ void tst_Gemm::stridedAndTransposed_data() {
 void tst_Gemm::stridedAndTransposed() {
   QFETCH(qs::SimdLevel, level);
   const int M = 11, K = 37, N = 61, lda = K + 5, ldc = N + 3, ldbt = K + 2;
-  Rng rng("strided");
+  Rng rng = Rng::from_tag("strided");
   const auto a = fill(std::size_t(M) * lda, "random", false, rng);
   const auto bt = fill(std::size_t(N) * ldbt, "random", false, rng);  // N x K, row stride ldbt
   std::vector<int8_t> Ad(std::size_t(M) * K), B(std::size_t(K) * N);
@@ -258,15 +247,15 @@ void tst_Gemm::dequant() {
   QFETCH(bool, bias);
   QFETCH(qs::SimdLevel, level);
   const std::string name = tag();
-  Rng rng(name.substr(0, name.rfind('/')).c_str());
+  Rng rng = Rng::from_tag(name.substr(0, name.rfind('/')).c_str());
   const auto a = fill(std::size_t(M) * K, "random", false, rng);
   const auto b = fill(std::size_t(K) * N, "random", false, rng);
   const auto* A = reinterpret_cast<const int8_t*>(a.data());
   const auto* B = reinterpret_cast<const int8_t*>(b.data());
   std::vector<float> sa(rowScales ? M : 1), sb(colScales ? N : 1), bv(bias ? N : 0);
-  for (auto& s : sa) s = float(std::ldexp(0.5 + rng.uniform(), -int(rng.next() % 12)));
-  for (auto& s : sb) s = float(std::ldexp(0.5 + rng.uniform(), -int(rng.next() % 12)));
-  for (auto& x : bv) x = float(rng.uniform() * 20 - 10);
+  for (auto& s : sa) s = float(std::ldexp(0.5 + rng.unit(), -int(rng.next() % 12)));
+  for (auto& s : sb) s = float(std::ldexp(0.5 + rng.unit(), -int(rng.next() % 12)));
+  for (auto& x : bv) x = float(rng.unit() * 20 - 10);
   const qs::Dequant dq{.scale_a = sa, .scale_b = sb, .bias = bv};
   std::vector<int32_t> acc(std::size_t(M) * N);
   const auto want64 = matmul64(A, B, M, K, N);
@@ -321,7 +310,7 @@ void tst_Gemm::affine() {
   QFETCH(qs::SimdLevel, level);
   const int M = 10, N = 53;
   const std::string name = tag();
-  Rng rng(name.substr(0, name.rfind('/')).c_str());
+  Rng rng = Rng::from_tag(name.substr(0, name.rfind('/')).c_str());
   const auto a = fill(std::size_t(M) * K, how.toStdString(), ta == qs::QType::U8, rng);
   const auto b = fill(std::size_t(K) * N, how.toStdString(), tb == qs::QType::U8, rng);
   // Zero points: the ends of [0, 255] and values between; "minmax" puts them where |q - z| is largest.
@@ -465,9 +454,9 @@ void tst_Gemm::quantizeAct() {
   QFETCH(bool, perRow);
   QFETCH(qs::SimdLevel, level);
   const int M = 7, K = 531;
-  Rng rng("quantizeAct");
+  Rng rng = Rng::from_tag("quantizeAct");
   std::vector<float> X(std::size_t(M) * K);
-  for (auto& x : X) x = float((rng.uniform() * 2 - 1) * 3);
+  for (auto& x : X) x = float((rng.unit() * 2 - 1) * 3);
   // Row 0: exact ties on the grid of scale 1 (amax = 127 exactly); row 1: all zeros; row 2: specials.
   const float ties[] = {0.5f, -0.5f, 1.5f, -1.5f, 2.5f, 126.5f, -126.5f, 127.0f, -127.0f, 0.25f, 1e-30f, -0.0f};
   for (int k = 0; k < K; ++k) X[std::size_t(k)] = ties[k % 12];
@@ -530,10 +519,10 @@ void tst_Gemm::eigenBaseline() {
   QFETCH(int, N);
   QFETCH(int, threads);
   QFETCH(qs::SimdLevel, level);
-  Rng rng(tag());
+  Rng rng = Rng::from_tag(tag());
   std::vector<float> A(std::size_t(M) * K), B(std::size_t(K) * N), C(std::size_t(M) * N, -1.0f);
-  for (auto& x : A) x = float(rng.uniform() * 2 - 1);
-  for (auto& x : B) x = float(rng.uniform() * 2 - 1);
+  for (auto& x : A) x = float(rng.unit() * 2 - 1);
+  for (auto& x : B) x = float(rng.unit() * 2 - 1);
   qs::gemm_f32_eigen(A.data(), B.data(), C.data(), M, K, N, threads, level);
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {

@@ -3,6 +3,8 @@
 // Expected values are computed here (long double sums, std::ilogb bins), not taken from the engine.
 // Run: cmake --build build --target tst_metrics && QT_QPA_PLATFORM=offscreen build/tests/tst_metrics
 #include "format/format.h"
+
+#include "test_rng.h"
 #include "quant/metrics.h"
 
 #include <QTest>
@@ -22,17 +24,6 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr double kU = DBL_EPSILON / 2;  // unit roundoff of double
 
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double open01() { return (double(next() >> 11) + 0.5) * 0x1p-53; }
-  double normal() { return std::sqrt(-2 * std::log(open01())) * std::cos(2 * std::numbers::pi * open01()); }
-};
 
 // A symmetric grid quantizer written here: q = clamp(round_half_even(x / s), -m, m) * s in double,
 // rounded to float; bound B = m * s. Clipped elements land exactly on +-B when B is a float.

@@ -3,6 +3,8 @@
 // uint8), the histogram percentile (with re-binning), the MSE clipping search and delayed scaling.
 // Run: cmake --build build --target tst_observer && QT_QPA_PLATFORM=offscreen build/tests/tst_observer
 #include "format/format.h"
+
+#include "test_rng.h"
 #include "format/quantize.h"
 #include "quant/observer.h"
 #include "quant/scheme.h"
@@ -25,22 +27,6 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr double kU = DBL_EPSILON / 2;  // unit roundoff of double
 constexpr double kSigmas = 5.0;         // statistical checks: 5 standard deviations
 
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double open01() { return (double(next() >> 11) + 0.5) * 0x1p-53; }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * open01(); }
-  double normal() { return std::sqrt(-2 * std::log(open01())) * std::cos(2 * std::numbers::pi * open01()); }
-  double laplace() {
-    const double u = open01() - 0.5;
-    return (u < 0 ? 1 : -1) * std::log(1 - 2 * std::fabs(u));
-  }
-};
 
 uint32_t bitsOf(float v) { return std::bit_cast<uint32_t>(v); }
 

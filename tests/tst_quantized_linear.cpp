@@ -6,6 +6,8 @@
 // about 1/4 of float32; batching and thread count do not change results; zeros, NaN and bad input.
 // Run: cmake --build build --target tst_quantized_linear && build/tests/tst_quantized_linear
 #include "format/encode_simd.h"
+
+#include "test_rng.h"
 #include "format/format.h"
 #include "gemm/gemm.h"
 #include "gemm/quantized_linear.h"
@@ -26,19 +28,6 @@
 namespace {
 
 // SplitMix64 seeded from the row name, so a failing row reproduces its input exactly.
-struct Rng {
-  uint64_t s;
-  explicit Rng(const char* tag) : s(0x9e3779b97f4a7c15ULL) {
-    for (const char* p = tag; *p; ++p) s = (s ^ uint8_t(*p)) * 0x100000001b3ULL;
-  }
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * (double(next() >> 11) * 0x1p-53); }
-};
 
 const char* tag() { return QTest::currentDataTag() ? QTest::currentDataTag() : QTest::currentTestFunction(); }
 
@@ -52,7 +41,7 @@ std::vector<float> random_matrix(Rng& rng, std::size_t rows, std::size_t cols) {
   std::vector<float> m(rows * cols);
   for (std::size_t r = 0; r < rows; ++r) {
     const double mag = std::ldexp(1.0, int(r % 5) - 2);
-    for (std::size_t c = 0; c < cols; ++c) m[r * cols + c] = float(rng.uniform(-mag, mag));
+    for (std::size_t c = 0; c < cols; ++c) m[r * cols + c] = float(rng.between(-mag, mag));
   }
   return m;
 }
@@ -149,11 +138,11 @@ void tst_QuantizedLinear::matchesByHand() {
   QFETCH(qs::ActQuant, act);
   QFETCH(bool, withBias);
   QFETCH(int, threads);
-  Rng rng(tag());
+  Rng rng = Rng::from_tag(tag(), 0x9e3779b97f4a7c15ULL);
   const std::vector<float> W = random_matrix(rng, N, K);
   const std::vector<float> x = random_matrix(rng, M, K);
   std::vector<float> bias(withBias ? N : 0);
-  for (auto& v : bias) v = float(rng.uniform(-1, 1));
+  for (auto& v : bias) v = float(rng.between(-1, 1));
   const bool per_channel = gran == qs::WeightGranularity::PerChannel;
 
   qs::QuantizedLinear lin(W.data(), N, K, withBias ? bias.data() : nullptr, gran, act, threads);
@@ -272,7 +261,7 @@ void tst_QuantizedLinear::weightMemory() {
   QFETCH(int, out);
   QFETCH(int, in);
   QFETCH(qs::WeightGranularity, gran);
-  Rng rng(tag());
+  Rng rng = Rng::from_tag(tag(), 0x9e3779b97f4a7c15ULL);
   const std::vector<float> W = random_matrix(rng, out, in);
   const qs::QuantizedLinear lin(W.data(), out, in, nullptr, gran, qs::ActQuant::DynamicPerRow, 0);
   const std::size_t scales = gran == qs::WeightGranularity::PerChannel ? std::size_t(out) : 1;
@@ -310,13 +299,13 @@ void tst_QuantizedLinear::staticObserverSetter() {
     }
   };
   const int M = 24, K = 37, N = 19;
-  Rng rng(tag());
+  Rng rng = Rng::from_tag(tag(), 0x9e3779b97f4a7c15ULL);
   const std::vector<float> W = random_matrix(rng, N, K);
   std::vector<float> calib = random_matrix(rng, 3 * M, K);
   std::vector<float> x = random_matrix(rng, M, K);
   x[5] = 40.0f;  // an outlier beyond any calibrated range: saturates in the static path
   std::vector<float> bias(N);
-  for (auto& v : bias) v = float(rng.uniform(-1, 1));
+  for (auto& v : bias) v = float(rng.between(-1, 1));
 
   qs::QuantizedLinear lin(W.data(), N, K, bias.data(), qs::WeightGranularity::PerChannel, qs::ActQuant::Static);
   if (observer != 0) lin.set_observer(make());
@@ -370,7 +359,7 @@ void tst_QuantizedLinear::batchingAndThreads_data() {
 void tst_QuantizedLinear::batchingAndThreads() {
   QFETCH(qs::ActQuant, act);
   const int M = 67, K = 301, N = 150;
-  Rng rng(tag());
+  Rng rng = Rng::from_tag(tag(), 0x9e3779b97f4a7c15ULL);
   const std::vector<float> W = random_matrix(rng, N, K);
   const std::vector<float> x = random_matrix(rng, M, K);
   qs::QuantizedLinear lin(W.data(), N, K, nullptr, qs::WeightGranularity::PerChannel, act);
@@ -388,11 +377,11 @@ void tst_QuantizedLinear::batchingAndThreads() {
 
 void tst_QuantizedLinear::zerosAndNonFinite() {
   const int M = 3, K = 10, N = 5;
-  Rng rng(tag());
+  Rng rng = Rng::from_tag(tag(), 0x9e3779b97f4a7c15ULL);
   std::vector<float> W = random_matrix(rng, N, K);
   std::fill(W.begin() + 2 * K, W.begin() + 3 * K, 0.0f);  // an all-zero output channel: scale 1, codes 0
   std::vector<float> bias(N);
-  for (auto& v : bias) v = float(rng.uniform(-1, 1));
+  for (auto& v : bias) v = float(rng.between(-1, 1));
   qs::QuantizedLinear lin(W.data(), N, K, bias.data());
   QCOMPARE(lin.weight_scales()[2], 1.0f);
 

@@ -3,6 +3,8 @@
 // channel and block against an element-by-element oracle written here with encode_ref/decode_ref.
 // Run: cmake --build build --target tst_scheme && QT_QPA_PLATFORM=offscreen build/tests/tst_scheme
 #include "format/format.h"
+
+#include "test_rng.h"
 #include "format/rng.h"
 #include "quant/metrics.h"
 #include "quant/scheme.h"
@@ -28,17 +30,6 @@ constexpr uint64_t kRoundSeed = 0x0ddba11cafe5eedULL;  // EncodeOptions::seed fo
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double open01() { return (double(next() >> 11) + 0.5) * 0x1p-53; }
-  double normal() { return std::sqrt(-2 * std::log(open01())) * std::cos(2 * std::numbers::pi * open01()); }
-};
 
 uint32_t bitsOf(float v) { return std::bit_cast<uint32_t>(v); }
 // Bitwise equality, any NaN equal to any NaN.
