@@ -2,13 +2,9 @@
 // Exercise: `quantscope --format e4m3fn`, `QT_QPA_PLATFORM=offscreen ./build/tst_formatgridplot`.
 #include "formatgridplot.h"
 
-#include <QPageLayout>
-#include <QPdfWriter>
-#include <QSaveFile>
+#include "plotexport.h"
+
 #include <QToolTip>
-#ifdef QS_HAVE_QTSVG
-#include <QSvgGenerator>
-#endif
 
 #include <algorithm>
 #include <charconv>
@@ -292,7 +288,7 @@ void FormatGridPlot::showValueTip(QMouseEvent* event) {
   QToolTip::showText(event->globalPosition().toPoint(), text, this);
 }
 
-bool FormatGridPlot::writeCsv(QIODevice* out) const {
+QByteArray FormatGridPlot::csv() const {
   QByteArray buf("value,spacing\n");
   buf.reserve(int(m_values.size()) * 24 + 16);
   for (qsizetype i = 0; i < m_values.size(); ++i) {
@@ -301,87 +297,13 @@ bool FormatGridPlot::writeCsv(QIODevice* out) const {
     if (std::isfinite(m_spacings[i])) buf += shortest(m_spacings[i]);  // the largest has no next
     buf += '\n';
   }
-  return out->write(buf) == buf.size();
+  return buf;
 }
 
-QSize FormatGridPlot::exportSize() const {
-  // What is on screen; a plot never shown (scripts, tests) gets a figure-sized default instead.
-  return QSize(width() >= 300 ? width() : 1000, height() >= 200 ? height() : 600);
-}
-
-bool FormatGridPlot::writePdf(QIODevice* out) {
-  // savePdf() only takes a file name; painting into a QPdfWriter on the QSaveFile keeps it atomic.
-  const QSize size = exportSize();
-  QPdfWriter writer(out);
-  writer.setResolution(72);  // one device pixel per point: the page is exactly the plot
-  writer.setCreator(QStringLiteral("QuantScope"));
-  writer.setTitle(QString::fromStdString(m_format.name));
-  writer.setPageLayout(QPageLayout(QPageSize(QSizeF(size), QPageSize::Point, QString(), QPageSize::ExactMatch),
-                                   QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
-  QCPPainter painter;
-  if (!painter.begin(&writer)) return false;
-  painter.setMode(QCPPainter::pmVectorized);
-  toPainter(&painter, size.width(), size.height());
-  return painter.end();
-}
-
-bool FormatGridPlot::writeSvg(QIODevice* out) {
-#ifdef QS_HAVE_QTSVG
-  const QSize size = exportSize();
-  QSvgGenerator generator;
-  generator.setOutputDevice(out);
-  generator.setSize(size);
-  generator.setViewBox(QRect(QPoint(0, 0), size));
-  generator.setTitle(QString::fromStdString(m_format.name));
-  generator.setDescription(QStringLiteral("QuantScope: representable values of %1").arg(QString::fromStdString(m_format.name)));
-  QCPPainter painter;
-  if (!painter.begin(&generator)) return false;
-  painter.setMode(QCPPainter::pmVectorized);
-  toPainter(&painter, size.width(), size.height());
-  return painter.end();
-#else
-  Q_UNUSED(out);
-  return false;
-#endif
-}
-
-QStringList FormatGridPlot::exportSuffixes() {
-#ifdef QS_HAVE_QTSVG
-  return {QStringLiteral("png"), QStringLiteral("pdf"), QStringLiteral("svg"), QStringLiteral("csv")};
-#else
-  return {QStringLiteral("png"), QStringLiteral("pdf"), QStringLiteral("csv")};
-#endif
-}
+QStringList FormatGridPlot::exportSuffixes() { return plotexport::allSuffixes(); }
 
 bool FormatGridPlot::exportTo(const QString& path, QString* error) {
-  auto fail = [&](const QString& why) {
-    if (error) *error = why;
-    return false;
-  };
-  const QString suffix = QFileInfo(path).suffix().toLower();
-  if (!exportSuffixes().contains(suffix))
-    return fail(QStringLiteral("unsupported file type '%1' (use .%2)")
-                    .arg(suffix.isEmpty() ? path : QStringLiteral(".") + suffix,
-                         exportSuffixes().join(QStringLiteral(", ."))));
-
-  QSaveFile file(path);  // temp file + rename: an interrupted export never leaves half a file
-  if (!file.open(QIODevice::WriteOnly))
-    return fail(QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
-  bool ok = false;
-  if (suffix == u"csv") {
-    ok = writeCsv(&file);
-  } else if (suffix == u"pdf") {
-    ok = writePdf(&file);
-  } else if (suffix == u"svg") {
-    ok = writeSvg(&file);
-  } else {
-    const QSize size = exportSize();
-    ok = toPixmap(size.width(), size.height()).save(&file, "PNG");
-  }
-  if (!ok) {
-    file.cancelWriting();
-    return fail(QStringLiteral("cannot write %1: encoding the %2 failed").arg(path, suffix.toUpper()));
-  }
-  if (!file.commit()) return fail(QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
-  return true;
+  return plotexport::exportPlot(this, path, [this] { return csv(); },
+                                QStringLiteral("Representable values of %1").arg(QString::fromStdString(m_format.name)),
+                                error);
 }

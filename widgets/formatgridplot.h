@@ -36,6 +36,7 @@ public:
   // *error (if given) says why in one line.
   bool exportTo(const QString& path, QString* error = nullptr);
   static QStringList exportSuffixes();  // lower case, without the dot: "png", "pdf", ...
+  QByteArray csv() const;              // "value,spacing" rows of the plotted values
 
 public slots:
   void resetView();  // back to the full range of the format (also on double-click)
@@ -47,10 +48,6 @@ signals:
 private:
   void rebuild();
   void updateTitle();
-  bool writeCsv(QIODevice* out) const;
-  bool writePdf(QIODevice* out);
-  bool writeSvg(QIODevice* out);
-  QSize exportSize() const;
   void showValueTip(QMouseEvent* event);
 
   qs::Format m_format;

@@ -3,6 +3,8 @@
 // Exercise: the Latency tab of `quantscope`, `QT_QPA_PLATFORM=offscreen ./build/tst_latencypanel`.
 #include "latencypanel.h"
 
+#include "plotexport.h"
+
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -66,13 +68,6 @@ QCPRange logRange(double lo, double hi, double margin) {
   return QCPRange(lo / margin, hi * margin);
 }
 
-bool paintVector(QCustomPlot* plot, QPaintDevice* device, QSize size) {
-  QCPPainter painter;
-  if (!painter.begin(device)) return false;
-  painter.setMode(QCPPainter::pmVectorized);
-  plot->toPainter(&painter, size.width(), size.height());
-  return painter.end();
-}
 
 }  // namespace
 
@@ -499,73 +494,22 @@ void LatencyPanel::setControlsRunning(bool running) {
   m_threadsSpin->setEnabled(!running);
 }
 
-QStringList LatencyPanel::plotSuffixes() {
-#ifdef QS_HAVE_QTSVG
-  return {QStringLiteral("png"), QStringLiteral("pdf"), QStringLiteral("svg")};
-#else
-  return {QStringLiteral("png"), QStringLiteral("pdf")};
-#endif
+QStringList LatencyPanel::plotSuffixes() { return plotexport::imageSuffixes(); }
+
+QByteArray LatencyPanel::csv() const {
+  QByteArray buf(kCsvHeader);
+  for (const qs::BenchGemmRow& r : m_rows) buf += csvRow(r);
+  return buf;
 }
 
 bool LatencyPanel::exportPlot(Plot which, const QString& path, QString* error) {
-  auto fail = [&](const QString& why) {
-    if (error) *error = why;
-    return false;
-  };
-  const QString suffix = QFileInfo(path).suffix().toLower();
-  if (suffix == u"csv") return exportCsv(path, error);
-  if (!plotSuffixes().contains(suffix))
-    return fail(QStringLiteral("unsupported file type '%1' (use .%2 or .csv)")
-                    .arg(suffix.isEmpty() ? path : QStringLiteral(".") + suffix,
-                         plotSuffixes().join(QStringLiteral(", ."))));
-  QCustomPlot* p = m_plots[int(which)];
-  // What is on screen; a plot never shown (scripts, tests) gets a figure-sized default.
-  const QSize size(p->width() >= 300 ? p->width() : 900, p->height() >= 200 ? p->height() : 560);
-  QSaveFile file(path);  // temp file + rename: never half a file at `path`
-  if (!file.open(QIODevice::WriteOnly)) return fail(QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
-  bool ok = false;
-  if (suffix == u"pdf") {
-    QPdfWriter writer(&file);
-    writer.setResolution(72);
-    writer.setCreator(QStringLiteral("QuantScope"));
-    writer.setPageLayout(QPageLayout(QPageSize(QSizeF(size), QPageSize::Point, QString(), QPageSize::ExactMatch),
-                                     QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
-    ok = paintVector(p, &writer, size);
-  } else if (suffix == u"svg") {
-#ifdef QS_HAVE_QTSVG
-    QSvgGenerator generator;
-    generator.setOutputDevice(&file);
-    generator.setSize(size);
-    generator.setViewBox(QRect(QPoint(0, 0), size));
-    generator.setTitle(QStringLiteral("QuantScope GEMM latency"));
-    ok = paintVector(p, &generator, size);
-#endif
-  } else {
-    ok = p->toPixmap(size.width(), size.height()).save(&file, "PNG");
-  }
-  if (!ok) {
-    file.cancelWriting();
-    return fail(QStringLiteral("cannot write %1: encoding the %2 failed").arg(path, suffix.toUpper()));
-  }
-  if (!file.commit()) return fail(QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
-  return true;
+  static const char* const titles[] = {"GEMM time", "GEMM throughput", "GEMM speedup"};
+  return plotexport::exportPlot(m_plots[int(which)], path, [this] { return csv(); },
+                                QStringLiteral("QuantScope %1").arg(QString::fromLatin1(titles[int(which)])), error);
 }
 
 bool LatencyPanel::exportCsv(const QString& path, QString* error) const {
-  auto fail = [&](const QString& why) {
-    if (error) *error = why;
-    return false;
-  };
-  QByteArray buf(kCsvHeader);
-  for (const qs::BenchGemmRow& r : m_rows) buf += csvRow(r);
-  QSaveFile file(path);
-  if (!file.open(QIODevice::WriteOnly)) return fail(QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
-  if (file.write(buf) != buf.size()) {
-    file.cancelWriting();
-    return fail(QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
-  }
-  if (!file.commit()) return fail(QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
-  return true;
+  return plotexport::writeFileAtomic(path, csv(), error);
 }
 
 void LatencyPanel::exportInteractive(Plot which) {

@@ -53,6 +53,7 @@ public:
   // columns of `quantscope-cli bench gemm`. On failure nothing is left at `path`; *error says why.
   bool exportPlot(Plot which, const QString& path, QString* error = nullptr);
   bool exportCsv(const QString& path, QString* error = nullptr) const;
+  QByteArray csv() const;  // the rows, as `bench gemm` prints them
   static QStringList plotSuffixes();  // "png", "pdf", and "svg" when built with Qt SVG
 
 public slots:

@@ -1,0 +1,50 @@
+// Plot export shared by every view: PNG, PDF and SVG of a QCustomPlot and its data as CSV, written
+// atomically (QSaveFile: temp file + rename, never half a file), plus an "Export…" context menu.
+// Exercise: tests/tst_plotexport.cpp; any plot's right-click menu in `quantscope`.
+#pragma once
+
+#include <QByteArray>
+#include <QSize>
+#include <QString>
+#include <QStringList>
+
+#include <functional>
+
+class QCustomPlot;
+class QWidget;
+
+namespace plotexport {
+
+// Image suffixes this build can write, lower case without the dot ("png", "pdf", "svg" with Qt SVG).
+QStringList imageSuffixes();
+// imageSuffixes() + "csv".
+QStringList allSuffixes();
+
+// The CSV body of a plot, produced on demand (so no export pays for CSV it does not write).
+using CsvWriter = std::function<QByteArray()>;
+
+// Writes `plot` (or, for .csv, csv()) to `path` by suffix. `size` empty: what is on screen, or a
+// figure-sized default (1000 x 600) for a plot never shown. On failure *error says why in one line
+// ("cannot write PATH: REASON") and nothing is left at `path`.
+bool exportPlot(QCustomPlot* plot, const QString& path, const CsvWriter& csv, const QString& title,
+                QString* error = nullptr, QSize size = {});
+
+// Writes `bytes` to `path` atomically.
+bool writeFileAtomic(const QString& path, const QByteArray& bytes, QString* error = nullptr);
+
+// Writes DIR/STEM.png/.pdf/.svg/.csv (every suffix this build has). Stops at the first failure.
+bool exportAll(QCustomPlot* plot, const QString& dir, const QString& stem, const CsvWriter& csv,
+               const QString& title, QString* error = nullptr, QSize size = {});
+
+// Right-click on `plot` offers "Export image…" and "Export data (CSV)…"; a file dialog asks where,
+// failures show a message box. `stem` is the default file name.
+void installContextMenu(QCustomPlot* plot, const QString& stem, CsvWriter csv, QString title);
+
+// The same dialog flow, for menu actions: asks for a path (default DIR/STEM.png) and exports.
+void exportInteractive(QWidget* parent, QCustomPlot* plot, const QString& stem, const CsvWriter& csv,
+                       const QString& title, bool csvOnly = false);
+
+// Shortest round-trip decimal of v ("nan", "inf", "-inf" for non-finite), for CSV cells.
+QByteArray number(double v);
+
+}  // namespace plotexport
