@@ -312,6 +312,8 @@ class tst_Scheme : public QObject {
   void channelAxisOutOfRange();
   void cancelled_data();
   void cancelled();
+  void unscaledIsAPlainCast_data();
+  void unscaledIsAPlainCast();
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -810,4 +812,37 @@ void tst_Scheme::cancelled() {
 }
 
 QTEST_APPLESS_MAIN(tst_Scheme)
+// "/none": no scale at all, so values beyond the range meet the overflow mode (the demo of
+// saturating vs IEEE overflow depends on it).
+void tst_Scheme::unscaledIsAPlainCast_data() {
+  QTest::addColumn<QString>("format");
+  QTest::addColumn<int>("overflow");
+  for (const char* f : {"e4m3fn", "e5m2", "e2m1fn", "int8"})
+    for (int o : {0, 1}) QTest::newRow(qPrintable(QStringLiteral("%1/%2").arg(f, o ? "ieee" : "saturate"))) << QString(f) << o;
+}
+
+void tst_Scheme::unscaledIsAPlainCast() {
+  QFETCH(QString, format);
+  QFETCH(int, overflow);
+  qs::EncodeOptions opt;
+  opt.overflow = overflow ? qs::Overflow::Ieee : qs::Overflow::Saturate;
+  const qs::Scheme s = qs::parse_scheme((format + "/none").toStdString(), opt);
+  QCOMPARE(s.granularity, qs::Granularity::None);
+  QCOMPARE(QString::fromStdString(s.text), format + "/none");
+  std::vector<float> x = {0.0f, 0.3f, -1.7f, 5.5f, 300.0f, 470.0f, -1e5f, 70000.0f, 1e-9f};
+  std::vector<float> y(x.size());
+  qs::ErrorMetrics m;
+  const qs::SchemeOutput out = qs::apply_scheme(s, x.data(), {int64_t(x.size())}, y.data(), 1, {}, &m);
+  uint64_t over = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    qs::EncodeStats st;
+    const double want = qs::decode_ref(s.format, qs::encode_ref(s.format, x[i], qs::Rounding::Nearest, opt.overflow, 0, &st));
+    over += st.overflow;
+    if (std::isnan(want)) QVERIFY2(std::isnan(y[i]), qPrintable(QString::number(x[i])));
+    else QCOMPARE(double(y[i]), want);
+  }
+  QCOMPARE(out.stats.overflow, over);
+  QVERIFY(over > 0);  // the inputs reach beyond every format's range
+}
+
 #include "tst_scheme.moc"

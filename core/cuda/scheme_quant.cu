@@ -93,7 +93,7 @@ int floor_log2(double v) {
 
 SchemeOutput apply_scheme_cuda(const Scheme& s, const float* x, const std::vector<int64_t>& shape, float* y) {
   const bool mx = s.scale_format && s.scale_format->name == "e8m0fnu";
-  if ((s.format.is_int() && !s.format.is_signed) || (s.scale_format && !mx))
+  if ((s.format.is_int() && !s.format.is_signed) || (s.scale_format && !mx) || s.granularity == Granularity::None)
     throw std::runtime_error("scheme " + s.text + " is not supported on CUDA yet (CPU only)");
   uint64_t n = 1;
   for (int64_t d : shape) n *= uint64_t(d);

@@ -106,6 +106,10 @@ Scheme parse_scheme(std::string_view text, const EncodeOptions& options) {
   if (gran == "tensor") {
     s.granularity = Granularity::Tensor;
     s.text = s.format.name + "/tensor";
+  } else if (gran == "none") {
+    if (affine(s.format)) fail("unsigned integer formats need a scale and zero point (use /tensor)");
+    s.granularity = Granularity::None;
+    s.text = s.format.name + "/none";
   } else if (gran.rfind("channel:", 0) == 0) {
     s.granularity = Granularity::Channel;
     if (!parse_int(std::string_view(gran).substr(8), s.axis)) fail("channel axis '" + gran.substr(8) + "' is not an integer");
@@ -127,7 +131,7 @@ Scheme parse_scheme(std::string_view text, const EncodeOptions& options) {
       }
     }
   } else {
-    fail("unknown granularity '" + gran + "' (tensor, channel:<axis>, block:<n>[:<scale format>])");
+    fail("unknown granularity '" + gran + "' (tensor, channel:<axis>, block:<n>[:<scale format>], none)");
   }
   return s;
 }
@@ -148,7 +152,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
     if (metrics) *metrics += local;
   };
 
-  if (s.granularity == Granularity::Tensor || shape.empty()) {
+  if (s.granularity == Granularity::Tensor || s.granularity == Granularity::None || shape.empty()) {
     MinMax mm;
     parallel_chunks(n, std::size_t(1) << 20, threads, [&](std::size_t b, std::size_t e) {
       MinMax local;
@@ -160,7 +164,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
       mm.amax = std::max(mm.amax, local.amax);
       mm.any = true;
     });
-    const float scale = amax_scale(s.format, mm.amax);
+    const float scale = s.granularity == Granularity::None ? 1.0f : amax_scale(s.format, mm.amax);
     out.cancelled = !parallel_chunks(n, std::size_t(1) << 20, threads, [&](std::size_t b, std::size_t e) {
       EncodeStats st;
       ErrorMetrics local;

@@ -20,7 +20,9 @@
 
 namespace qs {
 
-enum class Granularity { Tensor, Channel, Block };
+// None: no scaling at all (s = 1), a plain cast such as x.to(torch.float8_e4m3fn): values beyond the
+// format's range overflow, which is what the overflow modes decide.
+enum class Granularity { Tensor, Channel, Block, None };
 
 struct Scheme {
   std::string text;                   // canonical spelling, e.g. "e4m3fn/block:32:e8m0fnu"
@@ -32,7 +34,7 @@ struct Scheme {
   EncodeOptions options;              // rounding, overflow, seed (defaults: nearest, saturate)
 };
 
-// "FORMAT[/tensor | /channel:<axis> | /block:<n>[:<scale format>]]"; no granularity means tensor.
+// "FORMAT[/tensor | /channel:<axis> | /block:<n>[:<scale format>] | /none]"; no granularity means tensor.
 // Throws FormatError naming what is wrong.
 Scheme parse_scheme(std::string_view text, const EncodeOptions& options = {});
 
