@@ -15,7 +15,9 @@ namespace {
 
 const QColor kRugColor(31, 119, 180);
 const QColor kSpacingColor(230, 110, 20);
-constexpr double kRugHeight = 0.07;  // fraction of the plot height taken by the value ticks
+constexpr double kRugHeight = 0.07;
+constexpr double kCompareRugHeight = 0.045;
+const QColor kCompareColors[] = {QColor(44, 160, 44), QColor(148, 103, 189), QColor(214, 39, 40), QColor(140, 86, 75)};  // fraction of the plot height taken by the value ticks
 
 // "2⁻⁹": tick labels and facts of binary formats read best as powers of two.
 QString powerOfTwo(int k) {
@@ -135,6 +137,12 @@ FormatGridPlot::FormatGridPlot(QWidget* parent) : QCustomPlot(parent) {
   connect(this, &QCustomPlot::mouseDoubleClick, this, &FormatGridPlot::resetView);
   connect(this, &QCustomPlot::mouseMove, this, &FormatGridPlot::showValueTip);
 
+  m_marker = new QCPItemStraightLine(this);
+  m_marker->setPen(QPen(QColor(200, 30, 30), 1.2, Qt::DashLine));
+  m_marker->point1->setAxes(xAxis, yAxis2);
+  m_marker->point2->setAxes(xAxis, yAxis2);
+  m_marker->setVisible(false);
+
   setFormat(qs::parse_format("e4m3fn"));
 }
 
@@ -143,7 +151,11 @@ void FormatGridPlot::setFormat(const qs::Format& format) {
   m_allFinite.clear();
   for (double v : qs::distinct_values(format))
     if (std::isfinite(v)) m_allFinite.push_back(v);
-  rebuild();
+  if (!m_compare.isEmpty()) {
+    setCompareFormats(m_compare);  // renames the legend entries and rebuilds
+  } else {
+    rebuild();
+  }
   emit formatChanged(QString::fromStdString(m_format.name));
 }
 
@@ -151,7 +163,49 @@ void FormatGridPlot::setLogScale(bool on) {
   if (on == m_logScale) return;
   m_logScale = on;
   rebuild();
+  setMarker(m_markerValue);
   emit logScaleChanged(on);
+}
+
+void FormatGridPlot::setCompareFormats(const QList<qs::Format>& formats) {
+  for (auto [rug, spacing] : m_compareGraphs) {
+    removeGraph(rug);
+    removeGraph(spacing);
+  }
+  m_compareGraphs.clear();
+  m_compare = formats;
+  for (int k = 0; k < m_compare.size(); ++k) {
+    const QColor color = kCompareColors[k % std::size(kCompareColors)];
+    const QString name = QString::fromStdString(m_compare[k].name);
+    QCPGraph* rug = addGraph(xAxis, yAxis2);
+    rug->setLineStyle(QCPGraph::lsImpulse);
+    rug->setPen(QPen(color, 1));
+    rug->removeFromLegend();
+    QCPGraph* spacing = addGraph(xAxis, yAxis);
+    spacing->setLineStyle(QCPGraph::lsStepLeft);
+    spacing->setPen(QPen(color, 1.8, Qt::DashLine));
+    int finite = 0;
+    for (double v : qs::distinct_values(m_compare[k])) finite += std::isfinite(v) ? 1 : 0;
+    spacing->setName(QStringLiteral("%1: spacing (%2 distinct finite values)").arg(name).arg(finite));
+    m_compareGraphs.append(qMakePair(rug, spacing));
+  }
+  m_valueGraph->setName(m_compare.isEmpty() ? QStringLiteral("representable values")
+                                            : QString::fromStdString(m_format.name) + QStringLiteral(": values"));
+  m_spacingGraph->setName(m_compare.isEmpty() ? QStringLiteral("spacing to the next value")
+                                              : QString::fromStdString(m_format.name) + QStringLiteral(": spacing"));
+  rebuild();
+}
+
+void FormatGridPlot::setMarker(double value) {
+  m_markerValue = value;
+  const bool visible = std::isfinite(value) && (!m_logScale || value != 0);
+  m_marker->setVisible(visible);
+  if (visible) {
+    const double x = m_logScale ? std::abs(value) : value;
+    m_marker->point1->setCoords(x, 0);
+    m_marker->point2->setCoords(x, 1);
+  }
+  replot(QCustomPlot::rpQueuedReplot);
 }
 
 void FormatGridPlot::rebuild() {
@@ -188,8 +242,38 @@ void FormatGridPlot::rebuild() {
   axisRect()->insetLayout()->setInsetAlignment(
       0, Qt::AlignTop | (m_logScale ? Qt::AlignLeft : Qt::AlignHCenter));
 
-  if (n > 0) {
-    const double lo = m_values.front(), hi = m_values.back();
+  // Compare formats: the same treatment, each in its own colour; the view spans all of them.
+  double lo = n > 0 ? m_values.front() : 0, hi = n > 0 ? m_values.back() : 0;
+  double gmin = 0, gmax = 0;
+  auto spacingRange = [&](const QVector<double>& v) {
+    for (qsizetype i = 0; i + 1 < v.size(); ++i) {
+      const double g = v[i + 1] - v[i];
+      if (gmin == 0 || g < gmin) gmin = g;
+      gmax = std::max(gmax, g);
+    }
+  };
+  spacingRange(m_values);
+  for (int k = 0; k < m_compare.size(); ++k) {
+    QVector<double> values;
+    for (double v : qs::distinct_values(m_compare[k]))
+      if (std::isfinite(v) && (!m_logScale || v > 0)) values.push_back(v);
+    QVector<double> steps(values.size());
+    for (qsizetype i = 0; i + 1 < values.size(); ++i) steps[i] = values[i + 1] - values[i];
+    if (values.size() >= 2) steps.back() = steps[steps.size() - 2];
+    auto [rug, spacing] = m_compareGraphs[k];
+    rug->setData(values, QVector<double>(values.size(), kCompareRugHeight), true);
+    rug->setScatterStyle(values.size() <= 80 ? QCPScatterStyle(QCPScatterStyle::ssCircle, rug->pen().color(), 5)
+                                             : QCPScatterStyle());
+    spacing->setData(values.size() >= 2 ? values : QVector<double>(), values.size() >= 2 ? steps : QVector<double>(), true);
+    if (!values.isEmpty()) {
+      if (n == 0 && k == 0) lo = values.front(), hi = values.back();
+      lo = std::min(lo, values.front());
+      hi = std::max(hi, values.back());
+    }
+    spacingRange(values);
+  }
+
+  if (n > 0 || !m_compare.isEmpty()) {
     if (m_logScale) {
       const double pad = std::exp2(0.03 * std::max(std::log2(hi / lo), 2.0) + 0.3);
       m_fullX = QCPRange(lo / pad, hi * pad);
@@ -197,12 +281,6 @@ void FormatGridPlot::rebuild() {
       const double pad = 0.03 * (hi > lo ? hi - lo : std::max(std::abs(hi), 1.0));
       m_fullX = QCPRange(lo - pad, hi + pad);
     }
-  }
-  double gmin = 0, gmax = 0;
-  for (qsizetype i = 0; i + 1 < n; ++i) {
-    const double g = m_spacings[i];
-    if (gmin == 0 || g < gmin) gmin = g;
-    gmax = std::max(gmax, g);
   }
   if (gmin > 0) {
     // Extra room below the finest spacing keeps the staircase clear of the rug of value ticks.
@@ -289,6 +367,20 @@ void FormatGridPlot::showValueTip(QMouseEvent* event) {
 }
 
 QByteArray FormatGridPlot::csv() const {
+  if (!m_compare.isEmpty()) {
+    QByteArray buf("format,value,spacing\n");
+    auto rows = [&](const QString& name, const QCPGraph* rug) {
+      const auto data = rug->data();
+      for (auto it = data->constBegin(); it != data->constEnd(); ++it) {
+        buf += name.toUtf8() + ',' + shortest(it->key) + ',';
+        if (it + 1 != data->constEnd()) buf += shortest((it + 1)->key - it->key);
+        buf += '\n';
+      }
+    };
+    rows(QString::fromStdString(m_format.name), m_valueGraph);
+    for (int k = 0; k < m_compare.size(); ++k) rows(QString::fromStdString(m_compare[k].name), m_compareGraphs[k].first);
+    return buf;
+  }
   QByteArray buf("value,spacing\n");
   buf.reserve(int(m_values.size()) * 24 + 16);
   for (qsizetype i = 0; i < m_values.size(); ++i) {

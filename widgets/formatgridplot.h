@@ -4,7 +4,11 @@
 
 #include <QString>
 #include <QStringList>
+#include <QList>
+#include <QPair>
 #include <QVector>
+
+#include <limits>
 
 #include <qcustomplot.h>
 
@@ -18,6 +22,17 @@ public:
 
   void setFormat(const qs::Format& format);
   const qs::Format& format() const { return m_format; }
+
+  // Further formats drawn over the first one (own colour: a shorter rug and a spacing staircase),
+  // for side-by-side comparisons such as E4M3 vs E5M2. Empty: only format().
+  void setCompareFormats(const QList<qs::Format>& formats);
+  const QList<qs::Format>& compareFormats() const { return m_compare; }
+  QCPGraph* compareValueGraph(int i) const { return m_compareGraphs.value(i).first; }
+  QCPGraph* compareSpacingGraph(int i) const { return m_compareGraphs.value(i).second; }
+
+  // A vertical marker at `value` (the value inspector's input); NaN hides it.
+  void setMarker(double value);
+  double marker() const { return m_markerValue; }
 
   // Log axis of |value|: only the positive values are drawn (signed formats mirror them).
   void setLogScale(bool on);
@@ -36,7 +51,8 @@ public:
   // *error (if given) says why in one line.
   bool exportTo(const QString& path, QString* error = nullptr);
   static QStringList exportSuffixes();  // lower case, without the dot: "png", "pdf", ...
-  QByteArray csv() const;              // "value,spacing" rows of the plotted values
+  // "value,spacing" rows of the plotted values; with compare formats "format,value,spacing" rows of all.
+  QByteArray csv() const;
 
 public slots:
   void resetView();  // back to the full range of the format (also on double-click)
@@ -59,4 +75,8 @@ private:
   QCPGraph* m_spacingGraph = nullptr;
   QCPTextElement* m_title = nullptr;
   QCPTextElement* m_subtitle = nullptr;
+  QList<qs::Format> m_compare;
+  QList<QPair<QCPGraph*, QCPGraph*>> m_compareGraphs;  // (rug, spacing) per compare format
+  QCPItemStraightLine* m_marker = nullptr;
+  double m_markerValue = std::numeric_limits<double>::quiet_NaN();
 };

@@ -1,0 +1,132 @@
+// DataLoader: synthetic generation and tensor reading in QtConcurrent jobs; results return by value
+// through queued signals, and only the newest request's result is delivered.
+#include "dataloader.h"
+
+#include <QCoreApplication>
+#include <QDeadlineTimer>
+#include <QFileInfo>
+#include <QPointer>
+#include <QThread>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <stdexcept>
+
+DataLoader::DataLoader(QObject* parent) : QObject(parent) {
+  qRegisterMetaType<TensorData>();
+  qRegisterMetaType<std::vector<qs::TensorInfo>>();
+}
+
+DataLoader::~DataLoader() {
+  ++*m_generation;  // nothing more is delivered
+  while (m_jobs->load() > 0) QThread::msleep(5);  // the workers touch no member after posting
+}
+
+bool DataLoader::waitForIdle(int ms) {
+  QDeadlineTimer deadline(ms);
+  while (m_running.load() > 0 && !deadline.hasExpired()) {
+    QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    QThread::msleep(2);
+  }
+  QCoreApplication::processEvents();
+  return m_running.load() == 0;
+}
+
+template <class Job>
+void DataLoader::start(Job job) {
+  const int generation = ++*m_generation;
+  if (m_running.fetch_add(1) == 0) emit busyChanged(true);
+  QPointer<DataLoader> self(this);
+  auto gen = m_generation;
+  auto jobs = m_jobs;
+  ++*jobs;
+  (void)QtConcurrent::run([self, gen, jobs, generation, job = std::move(job), this]() mutable {
+    // The job returns a function to run on the UI thread (emitting the result), or throws.
+    std::function<void()> deliver;
+    try {
+      deliver = job();
+    } catch (const std::exception& e) {
+      const QString message = QString::fromUtf8(e.what());
+      deliver = [this, message] { emit failed(message); };
+    } catch (...) {
+      deliver = [this] { emit failed(QStringLiteral("unexpected error while loading")); };
+    }
+    QMetaObject::invokeMethod(
+        qApp,
+        [self, gen, generation, deliver = std::move(deliver)] {
+          if (!self) return;
+          if (gen->load() == generation) deliver();
+          if (self->m_running.fetch_sub(1) == 1) emit self->busyChanged(false);
+        },
+        Qt::QueuedConnection);
+    --*jobs;
+  });
+}
+
+void DataLoader::loadSynthetic(const qs::SyntheticSpec& spec) {
+  start([this, spec]() -> std::function<void()> {
+    auto values = std::make_shared<std::vector<float>>(qs::make_synthetic(spec, 2));
+    TensorData d;
+    d.source = QStringLiteral("synthetic");
+    d.name = QString::fromStdString(qs::describe(spec));
+    d.shape = {int64_t(spec.n / spec.cols), int64_t(spec.cols)};
+    d.values = std::move(values);
+    return [this, d] { emit loaded(d); };
+  });
+}
+
+void DataLoader::loadTensor(const QString& path, const QString& tensor) {
+  start([this, path, tensor]() -> std::function<void()> {
+    const std::unique_ptr<qs::TensorFile> file = qs::open_tensor_file(path.toStdString());
+    const auto& list = file->tensors();
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      if (QString::fromStdString(list[i].name) != tensor) continue;
+      const qs::TensorInfo& info = list[i];
+      if (!qs::dtype_is_float(info.dtype))
+        throw qs::IoError(path.toStdString() + ": " + info.name + ": not a floating-point tensor (" +
+                          qs::to_string(info.dtype) + ")");
+      if (info.numel() > kMaxElements)
+        throw qs::IoError(path.toStdString() + ": " + info.name + ": " + std::to_string(info.numel()) +
+                          " elements, more than the explorer's limit of 2^28; use `quantscope-cli analyze`");
+      const qs::TensorBytes bytes = file->read(i);
+      auto values = std::make_shared<std::vector<float>>(info.numel());
+      qs::convert_to_f32(info.dtype, bytes.data, values->size(), values->data());
+      TensorData d;
+      d.source = path;
+      d.name = tensor;
+      d.shape = info.shape.empty() ? std::vector<int64_t>{1} : info.shape;
+      d.values = std::move(values);
+      return [this, d] { emit loaded(d); };
+    }
+    throw qs::IoError(path.toStdString() + ": no tensor named '" + tensor.toStdString() + "'");
+  });
+}
+
+void DataLoader::listFile(const QString& path) {
+  // Listing does not supersede a tensor being loaded: it runs outside the generation counter.
+  if (m_running.fetch_add(1) == 0) emit busyChanged(true);
+  QPointer<DataLoader> self(this);
+  auto jobs = m_jobs;
+  ++*jobs;
+  (void)QtConcurrent::run([self, jobs, path, this] {
+    std::function<void()> deliver;
+    try {
+      if (!QFileInfo(path).isFile()) throw qs::IoError(path.toStdString() + ": no such file");
+      const std::unique_ptr<qs::TensorFile> file = qs::open_tensor_file(path.toStdString());
+      const QString kind = QString::fromStdString(file->kind());
+      std::vector<qs::TensorInfo> tensors = file->tensors();
+      deliver = [this, path, kind, tensors] { emit fileListed(path, kind, tensors); };
+    } catch (const std::exception& e) {
+      const QString message = QString::fromUtf8(e.what());
+      deliver = [this, message] { emit failed(message); };
+    }
+    QMetaObject::invokeMethod(
+        qApp,
+        [self, deliver = std::move(deliver)] {
+          if (!self) return;
+          deliver();
+          if (self->m_running.fetch_sub(1) == 1) emit self->busyChanged(false);
+        },
+        Qt::QueuedConnection);
+    --*jobs;
+  });
+}

@@ -1,0 +1,209 @@
+// ViewSettings <-> JSON, and the demo presets compiled in from resources/presets/.
+#include "viewsettings.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+
+#include <algorithm>
+
+qs::Scheme SchemeSetting::toScheme(uint64_t seed) const {
+  qs::EncodeOptions opt;
+  opt.rounding = qs::parse_rounding(rounding.toStdString());
+  opt.overflow = qs::parse_overflow(overflow.toStdString());
+  opt.seed = seed;
+  return qs::parse_scheme(schemeText().toStdString(), opt);
+}
+
+QJsonObject ViewSettings::toJson() const {
+  QJsonArray schemeArray;
+  for (const SchemeSetting& s : schemes)
+    schemeArray.append(QJsonObject{{QStringLiteral("format"), s.format},
+                                   {QStringLiteral("granularity"), s.granularity},
+                                   {QStringLiteral("rounding"), s.rounding},
+                                   {QStringLiteral("overflow"), s.overflow}});
+  const qs::SyntheticSpec& g = synthetic;
+  QJsonObject data{{QStringLiteral("source"), source},
+                   {QStringLiteral("distribution"), QString::fromLatin1(qs::distribution_name(g.dist).data())},
+                   {QStringLiteral("size"), double(g.n)},
+                   {QStringLiteral("cols"), double(g.cols)},
+                   {QStringLiteral("seed"), double(g.seed)},
+                   {QStringLiteral("sigma"), g.sigma},
+                   {QStringLiteral("dof"), g.dof},
+                   {QStringLiteral("outlier_fraction"), g.outlier_fraction},
+                   {QStringLiteral("outlier_scale"), g.outlier_scale},
+                   {QStringLiteral("outlier_rows"), double(g.outlier_rows)}};
+  if (!file.isEmpty()) data.insert(QStringLiteral("file"), file);
+  if (!tensor.isEmpty()) data.insert(QStringLiteral("tensor"), tensor);
+  QJsonObject o{{QStringLiteral("quantscope_settings"), 1},
+                {QStringLiteral("tab"), tab},
+                {QStringLiteral("format"), format},
+                {QStringLiteral("compare"), QJsonArray::fromStringList(compare)},
+                {QStringLiteral("log_scale"), logScale},
+                {QStringLiteral("inspector_value"), inspectorValue},
+                {QStringLiteral("data"), data},
+                {QStringLiteral("schemes"), schemeArray},
+                {QStringLiteral("rounding_seed"), double(seed)}};
+  if (!preset.isEmpty()) o.insert(QStringLiteral("preset"), preset);
+  if (!title.isEmpty()) o.insert(QStringLiteral("title"), title);
+  if (!explanation.isEmpty()) o.insert(QStringLiteral("explanation"), explanation);
+  return o;
+}
+
+namespace {
+
+bool readString(const QJsonObject& o, const char* key, QString* out, QString* error) {
+  const QJsonValue v = o.value(QLatin1String(key));
+  if (v.isUndefined()) return true;
+  if (!v.isString()) return *error = QStringLiteral("'%1' must be a string").arg(QLatin1String(key)), false;
+  *out = v.toString();
+  return true;
+}
+
+bool readNumber(const QJsonObject& o, const char* key, double lo, double hi, double* out, QString* error) {
+  const QJsonValue v = o.value(QLatin1String(key));
+  if (v.isUndefined()) return true;
+  if (!v.isDouble() || !(v.toDouble() >= lo && v.toDouble() <= hi))
+    return *error = QStringLiteral("'%1' must be a number in [%2, %3]").arg(QLatin1String(key)).arg(lo).arg(hi), false;
+  *out = v.toDouble();
+  return true;
+}
+
+}  // namespace
+
+bool ViewSettings::fromJson(const QJsonObject& o, ViewSettings* out, QString* error) {
+  ViewSettings s;
+  QString why;
+  auto fail = [&](const QString& what) {
+    if (error) *error = what;
+    return false;
+  };
+  if (!readString(o, "tab", &s.tab, &why) || !readString(o, "format", &s.format, &why) ||
+      !readString(o, "inspector_value", &s.inspectorValue, &why) || !readString(o, "preset", &s.preset, &why) ||
+      !readString(o, "title", &s.title, &why) || !readString(o, "explanation", &s.explanation, &why))
+    return fail(why);
+  static const QStringList tabs = {QStringLiteral("Formats"), QStringLiteral("Error"), QStringLiteral("Model"),
+                                   QStringLiteral("Training"), QStringLiteral("Latency")};
+  if (!tabs.contains(s.tab)) return fail(QStringLiteral("'tab' must be one of %1").arg(tabs.join(QStringLiteral(", "))));
+  if (o.contains(QStringLiteral("log_scale"))) {
+    if (!o.value(QStringLiteral("log_scale")).isBool()) return fail(QStringLiteral("'log_scale' must be true or false"));
+    s.logScale = o.value(QStringLiteral("log_scale")).toBool();
+  }
+  if (o.contains(QStringLiteral("compare"))) {
+    const QJsonValue c = o.value(QStringLiteral("compare"));
+    if (!c.isArray()) return fail(QStringLiteral("'compare' must be a list of format specs"));
+    s.compare.clear();
+    for (const QJsonValue& v : c.toArray()) {
+      if (!v.isString()) return fail(QStringLiteral("'compare' must be a list of format specs"));
+      s.compare << v.toString();
+    }
+  }
+  double seed = double(s.seed);
+  if (!readNumber(o, "rounding_seed", 0, 9007199254740992.0, &seed, &why)) return fail(why);
+  s.seed = quint64(seed);
+
+  if (o.contains(QStringLiteral("data"))) {
+    if (!o.value(QStringLiteral("data")).isObject()) return fail(QStringLiteral("'data' must be an object"));
+    const QJsonObject d = o.value(QStringLiteral("data")).toObject();
+    QString dist = QString::fromLatin1(qs::distribution_name(s.synthetic.dist).data());
+    if (!readString(d, "source", &s.source, &why) || !readString(d, "distribution", &dist, &why) ||
+        !readString(d, "file", &s.file, &why) || !readString(d, "tensor", &s.tensor, &why))
+      return fail(QStringLiteral("data: ") + why);
+    if (s.source != u"synthetic" && s.source != u"file") return fail(QStringLiteral("data: 'source' must be synthetic or file"));
+    try {
+      s.synthetic.dist = qs::parse_distribution(dist.toStdString());
+    } catch (const std::exception& e) {
+      return fail(QStringLiteral("data: ") + QString::fromUtf8(e.what()));
+    }
+    double n = double(s.synthetic.n), cols = double(s.synthetic.cols), gseed = double(s.synthetic.seed),
+           rows = double(s.synthetic.outlier_rows);
+    if (!readNumber(d, "size", 1, double(1ull << 30), &n, &why) || !readNumber(d, "cols", 1, double(1 << 24), &cols, &why) ||
+        !readNumber(d, "seed", 0, 9007199254740992.0, &gseed, &why) ||
+        !readNumber(d, "sigma", 1e-30, 1e30, &s.synthetic.sigma, &why) ||
+        !readNumber(d, "dof", 1e-3, 1e6, &s.synthetic.dof, &why) ||
+        !readNumber(d, "outlier_fraction", 0, 1, &s.synthetic.outlier_fraction, &why) ||
+        !readNumber(d, "outlier_scale", 1e-6, 1e12, &s.synthetic.outlier_scale, &why) ||
+        !readNumber(d, "outlier_rows", 0, 1e9, &rows, &why))
+      return fail(QStringLiteral("data: ") + why);
+    s.synthetic.n = std::size_t(n);
+    s.synthetic.cols = std::size_t(cols);
+    s.synthetic.seed = uint64_t(gseed);
+    s.synthetic.outlier_rows = std::size_t(rows);
+    if (s.synthetic.n % s.synthetic.cols != 0)
+      return fail(QStringLiteral("data: 'size' must be a multiple of 'cols'"));
+    if (s.source == u"file" && (s.file.isEmpty() || s.tensor.isEmpty()))
+      return fail(QStringLiteral("data: a file source needs 'file' and 'tensor'"));
+  }
+  if (o.contains(QStringLiteral("schemes"))) {
+    if (!o.value(QStringLiteral("schemes")).isArray()) return fail(QStringLiteral("'schemes' must be a list"));
+    s.schemes.clear();
+    int i = 0;
+    for (const QJsonValue& v : o.value(QStringLiteral("schemes")).toArray()) {
+      ++i;
+      if (!v.isObject()) return fail(QStringLiteral("scheme %1 must be an object").arg(i));
+      SchemeSetting sc;
+      const QJsonObject so = v.toObject();
+      if (!readString(so, "format", &sc.format, &why) || !readString(so, "granularity", &sc.granularity, &why) ||
+          !readString(so, "rounding", &sc.rounding, &why) || !readString(so, "overflow", &sc.overflow, &why))
+        return fail(QStringLiteral("scheme %1: ").arg(i) + why);
+      s.schemes << sc;
+    }
+  }
+  std::vector<qs::Scheme> parsed;
+  if (!s.parseSchemes(&parsed, &why)) return fail(why);
+  *out = s;
+  return true;
+}
+
+bool ViewSettings::parseSchemes(std::vector<qs::Scheme>* out, QString* error) const {
+  out->clear();
+  for (int i = 0; i < schemes.size(); ++i) {
+    try {
+      out->push_back(schemes[i].toScheme(seed));
+    } catch (const std::exception& e) {
+      if (error) *error = QStringLiteral("scheme %1 (%2): %3").arg(i + 1).arg(schemes[i].schemeText(), QString::fromUtf8(e.what()));
+      return false;
+    }
+  }
+  return true;
+}
+
+QList<Preset> builtinPresets() {
+  QList<Preset> presets;
+  QStringList names = QDir(QStringLiteral(":/presets")).entryList({QStringLiteral("*.json")}, QDir::Files, QDir::Name);
+  for (const QString& file : names) {
+    QFile f(QStringLiteral(":/presets/") + file);
+    if (!f.open(QIODevice::ReadOnly)) continue;
+    const QJsonDocument doc = QJsonDocument::fromJson(f.readAll());
+    ViewSettings s;
+    QString error;
+    if (!doc.isObject() || !ViewSettings::fromJson(doc.object(), &s, &error)) {
+      qWarning("preset %s is invalid: %s", qPrintable(file), qPrintable(error));  // caught by tst_mainwindow
+      continue;
+    }
+    const QString name = file.chopped(5);
+    s.preset = name;
+    presets << Preset{name, s};
+  }
+  // Display order: the "order" prefix of the file name ("1-e4m3-vs-e5m2") is dropped from the name.
+  for (Preset& p : presets) {
+    const int dash = p.name.indexOf(u'-');
+    if (dash > 0 && p.name.left(dash).toInt() > 0) p.name = p.name.mid(dash + 1);
+    p.settings.preset = p.name;
+  }
+  return presets;
+}
+
+bool findPreset(const QString& name, ViewSettings* out, QString* error) {
+  QStringList names;
+  for (const Preset& p : builtinPresets()) {
+    if (p.name == name) {
+      *out = p.settings;
+      return true;
+    }
+    names << p.name;
+  }
+  if (error) *error = QStringLiteral("unknown preset '%1' (available: %2)").arg(name, names.join(QStringLiteral(", ")));
+  return false;
+}

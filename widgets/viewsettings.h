@@ -1,0 +1,60 @@
+// ViewSettings: everything that reproduces a view of the window — data source, schemes, format view,
+// current tab — as one value that reads and writes JSON. Demo presets are such JSON files
+// (resources/presets/*.json), the report writes one as settings.json, and `quantscope --settings F`
+// loads one. Exercise: tests/tst_mainwindow.cpp.
+#pragma once
+
+#include <QJsonObject>
+#include <QList>
+#include <QString>
+#include <QStringList>
+
+#include <vector>
+
+#include "quant/scheme.h"
+#include "quant/synthetic.h"
+
+struct SchemeSetting {
+  QString format = QStringLiteral("e4m3fn");  // table name or custom spec
+  QString granularity = QStringLiteral("tensor");  // tensor | channel:<axis> | block:<n>[:<scale format>]
+  QString rounding = QStringLiteral("nearest");
+  QString overflow = QStringLiteral("saturate");
+
+  QString schemeText() const { return format + u'/' + granularity; }
+  // Throws qs::FormatError naming the problem.
+  qs::Scheme toScheme(uint64_t seed) const;
+  bool operator==(const SchemeSetting&) const = default;
+};
+
+struct ViewSettings {
+  QString tab = QStringLiteral("Formats");  // Formats | Error | Model | Training | Latency
+  // Formats tab
+  QString format = QStringLiteral("e4m3fn");
+  QStringList compare;
+  bool logScale = false;
+  QString inspectorValue = QStringLiteral("0.3");
+  // Data: "synthetic" or "file"
+  QString source = QStringLiteral("synthetic");
+  qs::SyntheticSpec synthetic;
+  QString file, tensor;
+  // Schemes compared in the Error tab (and the Model heatmap)
+  QList<SchemeSetting> schemes = {SchemeSetting{}, SchemeSetting{QStringLiteral("int8"), QStringLiteral("tensor")}};
+  quint64 seed = 0;  // stochastic rounding
+  // Demo presets: what the explanation panel shows
+  QString preset, title, explanation;
+
+  QJsonObject toJson() const;
+  // Missing keys keep their defaults; wrong types or values give false with *error naming the key.
+  static bool fromJson(const QJsonObject& json, ViewSettings* out, QString* error);
+  // Parses every scheme; false with *error ("scheme 2: ...") at the first that does not parse.
+  bool parseSchemes(std::vector<qs::Scheme>* out, QString* error) const;
+};
+
+// Demo presets shipped in the binary (resources/presets/*.json): name -> settings.
+struct Preset {
+  QString name;  // file stem, what --preset takes
+  ViewSettings settings;
+};
+QList<Preset> builtinPresets();
+// nullptr-safe lookup; false with *error listing the available names.
+bool findPreset(const QString& name, ViewSettings* out, QString* error);
