@@ -1,14 +1,21 @@
-// `bench gemm`: fp32 (Eigen) against every int8 kernel on the same shapes and threads, each checked
-// before it is timed; CSV on stdout (rows as they are measured) and optionally to a file.
-// Exercise: `quantscope-cli bench gemm --backend cpu --sizes 1024,2048 --threads 1 --csv gemm.csv`.
+// `bench gemm`: fp32 (Eigen, or cuBLAS on the GPU) against every int8 kernel on the same shapes and
+// threads, each checked before it is timed; CSV on stdout (rows as they are measured) and optionally to a
+// file. With --backend cuda every int8 row also reports its ratio to cuBLASLt int8 (on stderr).
+// Exercise: `quantscope-cli bench gemm --backend cpu --sizes 1024,2048 --threads 1 --csv gemm.csv`,
+//           `quantscope-cli bench gemm --backend cuda --sizes 4096,8192`.
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
 #include "cli/commands.h"
+#include "cuda/device.h"
 #include "gemm/gemm.h"
 #include "gemm/gemm_bench.h"
 #include "io/atomic_file.h"
+#if defined(QS_HAVE_CUDA)
+#include "cuda/gemm_bench_cuda.cuh"
+#endif
 
 namespace qs::cli {
 namespace {
@@ -54,12 +61,12 @@ void add_bench_gemm(CLI::App& bench) {
     uint64_t seed = 1;
   };
   static Opts o;
-  g->add_option("--backend", o.backend, "cpu")->capture_default_str();
+  g->add_option("--backend", o.backend, "cpu | cuda")->capture_default_str();
   g->add_option("--sizes", o.sizes, "Square sizes M = K = N, comma separated (default 256,512,1024,2048 "
-                                    "plus 1x4096x4096 and 16x4096x4096)")
+                                    "plus 1x4096x4096 and 16x4096x4096; cuda: 1024,2048,4096,8192 plus 16x4096x4096)")
       ->delimiter(',');
   g->add_option("--shape", o.shapes, "MxKxN: activations M x K times weights K x N (repeatable)")->delimiter(',');
-  g->add_option("--threads", o.threads, "Threads for every kernel (0 = all cores)")->capture_default_str();
+  g->add_option("--threads", o.threads, "Threads for every kernel (0 = all cores; cpu only)")->capture_default_str();
   g->add_option("--kernels", o.kernels, "Only these kernels (comma separated; fp32-eigen always runs)")->delimiter(',');
   g->add_option("--act-scale", o.act, "Dynamic activation scales: row | tensor")->capture_default_str();
   g->add_option("--reps", o.reps, "At least this many timed runs per kernel")->capture_default_str()->check(CLI::PositiveNumber);
@@ -68,8 +75,10 @@ void add_bench_gemm(CLI::App& bench) {
   g->add_option("--seed", o.seed, "Seed of the generated activations and weights")->capture_default_str();
   g->add_option("--csv", o.csv, "Also write the CSV to this file");
   g->callback([] {
-    if (o.backend != "cpu")
-      throw std::runtime_error("bench gemm: backend '" + o.backend + "' has no GEMM kernels yet (use --backend cpu)");
+    if (o.backend != "cpu" && o.backend != "cuda")
+      throw std::runtime_error("bench gemm: unknown backend '" + o.backend + "' (cpu or cuda)");
+    const bool gpu = o.backend == "cuda";
+    if (gpu && !cuda::device_info().available) throw std::runtime_error(cuda::device_info().message);
     if (o.act != "row" && o.act != "tensor")
       throw std::runtime_error("bench gemm: --act-scale must be row or tensor, got '" + o.act + "'");
     if (!o.csv.empty()) check_writable(o.csv);
@@ -83,7 +92,10 @@ void add_bench_gemm(CLI::App& bench) {
       if (d.size() != 3) throw std::runtime_error("bench gemm: bad shape '" + s + "' (MxKxN, e.g. 16x4096x4096)");
       cfg.shapes.push_back({.M = parse_dim(d[0], "M"), .K = parse_dim(d[1], "K"), .N = parse_dim(d[2], "N")});
     }
-    if (cfg.shapes.empty()) {
+    if (cfg.shapes.empty() && gpu) {
+      for (int n : {1024, 2048, 4096, 8192}) cfg.shapes.push_back({.M = n, .K = n, .N = n});
+      cfg.shapes.push_back({.M = 16, .K = 4096, .N = 4096});
+    } else if (cfg.shapes.empty()) {
       for (int n : {256, 512, 1024, 2048}) cfg.shapes.push_back({.M = n, .K = n, .N = n});
       cfg.shapes.push_back({.M = 1, .K = 4096, .N = 4096});
       cfg.shapes.push_back({.M = 16, .K = 4096, .N = 4096});
@@ -95,6 +107,37 @@ void add_bench_gemm(CLI::App& bench) {
     cfg.act_per_row = o.act == "row";
     cfg.seed = o.seed;
 
+    if (gpu) {
+#if defined(QS_HAVE_CUDA)
+      std::fprintf(stderr, "# device: %s; comparison: %s; activations quantized per %s; each kernel checked before timing\n",
+                   cuda::device_info().message.c_str(), cuda::bench_gemm_cuda_comparison().c_str(), o.act.c_str());
+      const std::string header = bench_gemm_csv_header();
+      std::string all = header;
+      std::map<std::string, double> lt_ms;  // int8-cublaslt median per shape, for the ratios
+      auto on_row = [&](const BenchGemmRow& r) {
+        const std::string key = std::to_string(r.M) + "x" + std::to_string(r.K) + "x" + std::to_string(r.N);
+        if (r.kernel == "int8-cublaslt") lt_ms[key] = r.median_ms;
+        if (all.size() == header.size()) emit(header, "");
+        const std::string line = bench_gemm_csv_row(r);
+        all += line;
+        emit(line, "");
+        std::string ratio;
+        if (r.kernel.rfind("int8-", 0) == 0 && lt_ms.count(key))
+          ratio = ", " + std::to_string(lt_ms[key] / r.median_ms).substr(0, 5) + "x int8-cublaslt";
+        std::fprintf(stderr, "#   %s %s: %zu outputs checked, %d timed runs%s\n", r.kernel.c_str(), key.c_str(),
+                     r.checked, r.reps, ratio.c_str());
+      };
+      auto on_note = [](const std::string& s) { std::fprintf(stderr, "#   %s\n", s.c_str()); };
+      try {
+        cuda::bench_gemm_cuda(cfg, on_row, on_note);
+      } catch (...) {
+        if (!o.csv.empty() && all.size() > header.size()) emit(all, o.csv);  // the rows that passed
+        throw;
+      }
+      if (!o.csv.empty()) emit(all, o.csv);
+#endif
+      return;
+    }
     std::string levels;
     for (SimdLevel l : available_gemm_levels()) levels += std::string(levels.empty() ? "" : " ") + gemm_level_name(l);
     const std::string extra = bench_gemm_comparison();

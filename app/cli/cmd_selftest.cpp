@@ -1,4 +1,4 @@
-// `selftest`: vectorized paths (and, later, CUDA) against the scalar reference; ends with
+// `selftest`: vectorized paths (and, with --backend cuda, the CUDA kernels) against the scalar references; ends with
 // "N passed, M failed" and exits 0 only when nothing failed.
 #include <cmath>
 #include <cstdio>
@@ -21,6 +21,9 @@
 namespace qs::cli {
 
 #if defined(QS_HAVE_CUDA)
+// The int8 GEMM and quantized-linear backward cases (selftest_cuda_gemm.cpp).
+void run_cuda_gemm_selftest(const std::function<void(const SelftestCase&)>& report);
+
 namespace {
 // Every format x rounding x overflow x {unscaled, scaled}: the CUDA kernel against encode_ref on the
 // probe inputs (every code's value, midpoints, neighbours, specials, seeded random inputs).
@@ -179,11 +182,14 @@ void add_selftest(CLI::App& app) {
 #if defined(QS_HAVE_CUDA)
       std::printf("device: %s\n", d.message.c_str());
       std::size_t passed = 0, failed = 0;
-      run_cuda_selftest([&](const SelftestCase& c) {
+      auto report = [&](const SelftestCase& c) {
         (c.passed ? passed : failed)++;
         if (!c.passed) std::printf("FAIL %s: %s\n", c.name.c_str(), c.detail.c_str());
         else if (verbose) std::printf("ok   %s\n", c.name.c_str());
-      });
+        std::fflush(stdout);
+      };
+      run_cuda_selftest(report);
+      run_cuda_gemm_selftest(report);
       std::printf("%zu passed, %zu failed\n", passed, failed);
       std::fflush(stdout);
       if (failed) std::exit(1);

@@ -203,6 +203,11 @@ void quantize_int8_cuda(const float* x, const uint16_t* x16, std::size_t rows, s
   if (n) check(cudaMemcpy(scales, ds.ptr, ns * 4, cudaMemcpyDeviceToHost), "copy back");
 }
 
+void quantize_int8_device(const float* x, std::size_t rows, std::size_t cols, bool per_row, int8_t* q, float* scales,
+                          void* amax_scratch, void* stream) {
+  launch(x, rows, cols, per_row, q, scales, static_cast<unsigned int*>(amax_scratch), static_cast<cudaStream_t>(stream));
+}
+
 BenchInt8Result bench_quantize_int8_cuda(std::size_t rows, std::size_t cols, bool per_row, bool fp16, int reps) {
   const std::size_t n = rows * cols, ns = per_row ? rows : 1;
   const std::size_t esize = fp16 ? 2 : 4;

@@ -13,6 +13,11 @@ namespace qs::cuda {
 void quantize_int8_cuda(const float* x, const uint16_t* x16, std::size_t rows, std::size_t cols, bool per_row,
                         int8_t* q, float* scales);
 
+// Device pointers: x (float32, rows x cols), q, scales (rows or 1 values) and amax_scratch (one 4-byte
+// word, used per tensor); `stream` is a cudaStream_t (nullptr: the default stream). Asynchronous.
+void quantize_int8_device(const float* x, std::size_t rows, std::size_t cols, bool per_row, int8_t* q, float* scales,
+                          void* amax_scratch, void* stream = nullptr);
+
 struct BenchInt8Result {
   std::string kernel;    // "int8-quant-row-fp32", ...
   double quant_gbps = 0, memcpy_gbps = 0, ratio = 0;  // bytes read + written / s

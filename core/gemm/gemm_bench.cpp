@@ -4,6 +4,7 @@
 #include "gemm/gemm_bench.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -14,6 +15,7 @@
 #include "gemm/gemm.h"
 #include "gemm/gemm_f32.h"
 #include "gemm/gemm_quant.h"
+#include "io/npy.h"
 #if defined(QS_HAVE_DNNL)
 #include "gemm/gemm_onednn.h"
 #endif
@@ -28,12 +30,6 @@ constexpr double kDequantRoundings = 4;
 constexpr double kF32ExtraRoundings = 2;
 constexpr int kCheckRows = 64;  // rows compared on large shapes (spread from first to last)
 
-struct Refs {
-  std::vector<int> rows;
-  std::vector<int64_t> acc;    // int64 sum qa * qw
-  std::vector<double> y, ymag; // acc * sa * sw + bias and its magnitude terms
-  std::vector<double> f, fmag; // sum x * w in float64 and sum |x w|
-};
 
 void fill_normal(std::vector<float>& v, uint64_t seed, double sd, int threads) {
   const std::size_t chunk = std::size_t(1) << 18;
@@ -83,10 +79,7 @@ std::string bench_gemm_comparison() {
 #endif
 }
 
-std::vector<BenchGemmRow> bench_gemm_cpu(const BenchGemmConfig& cfg,
-                                         const std::function<void(const BenchGemmRow&)>& on_row,
-                                         const ProgressFn& progress) {
-  const std::vector<std::string> all = bench_gemm_kernels();
+void validate_bench_gemm_config(const BenchGemmConfig& cfg, const std::vector<std::string>& all) {
   for (const auto& k : cfg.kernels)
     if (std::find(all.begin(), all.end(), k) == all.end()) {
       std::string list;
@@ -103,6 +96,80 @@ std::vector<BenchGemmRow> bench_gemm_cpu(const BenchGemmConfig& cfg,
       throw std::invalid_argument("bench gemm: K = " + std::to_string(s.K) + " exceeds the int32-safe bound " +
                                   std::to_string(kmax) + " for int8 x int8");
   }
+}
+
+GemmBenchData make_gemm_bench_data(const GemmShape& shape, bool act_per_row, uint64_t seed, int setup) {
+  GemmBenchData d;
+  const int M = shape.M, K = shape.K, N = shape.N;
+  d.M = M;
+  d.K = K;
+  d.N = N;
+  const std::size_t MK = std::size_t(M) * K, KN = std::size_t(K) * N;
+  // Activations ~ N(0, 1), weights ~ N(0, 1/K) stored N x K (a linear layer's out x in), small bias.
+  d.X.resize(MK);
+  d.Wt.resize(KN);
+  d.bias.resize(std::size_t(N));
+  fill_normal(d.X, seed * 3 + 0, 1.0, setup);
+  fill_normal(d.Wt, seed * 3 + 1, 1.0 / std::sqrt(double(K)), setup);
+  fill_normal(d.bias, seed * 3 + 2, 0.1, setup);
+  d.W.resize(KN);  // K x N for the float kernels
+  parallel_chunks(std::size_t(K), 64, setup, [&](std::size_t b, std::size_t e) {
+    for (std::size_t k = b; k < e; ++k)
+      for (int j = 0; j < N; ++j) d.W[k * N + j] = d.Wt[std::size_t(j) * K + k];
+  });
+  // Weights: symmetric int8 per output channel; activations: dynamic int8 per row or per tensor.
+  d.qw.resize(KN);
+  d.qa.resize(MK);
+  d.sw.resize(std::size_t(N));
+  d.sa.resize(act_per_row ? std::size_t(M) : 1);
+  quantize_act_int8(d.Wt.data(), N, K, K, true, d.qw.data(), K, d.sw.data(), setup);
+  quantize_act_int8(d.X.data(), M, K, K, act_per_row, d.qa.data(), K, d.sa.data(), setup);
+  d.qwT.resize(KN);  // K x N for the reference and oneDNN
+  parallel_chunks(std::size_t(K), 64, setup, [&](std::size_t b, std::size_t e) {
+    for (std::size_t k = b; k < e; ++k)
+      for (int j = 0; j < N; ++j) d.qwT[k * N + j] = d.qw[std::size_t(j) * K + k];
+  });
+
+  d.rows = check_rows(M);
+  const std::size_t R = d.rows.size();
+  d.acc.assign(R * N, 0);
+  d.y.assign(R * N, 0);
+  d.ymag.assign(R * N, 0);
+  d.f.assign(R * N, 0);
+  d.fmag.assign(R * N, 0);
+  parallel_chunks(R, 1, setup, [&](std::size_t b, std::size_t e) {
+    for (std::size_t r = b; r < e; ++r) {
+      const std::size_t i = std::size_t(d.rows[r]);
+      int64_t* acc = &d.acc[r * N];
+      double* f = &d.f[r * N];
+      double* fm = &d.fmag[r * N];
+      for (int k = 0; k < K; ++k) {
+        const int64_t a = d.qa[i * K + k];
+        const double x = d.X[i * K + k];
+        const int8_t* qrow = &d.qwT[std::size_t(k) * N];
+        const float* wrow = &d.W[std::size_t(k) * N];
+        for (int j = 0; j < N; ++j) {
+          acc[j] += a * qrow[j];
+          f[j] += x * double(wrow[j]);
+          fm[j] += std::fabs(x * double(wrow[j]));
+        }
+      }
+      const double s_a = d.sa[act_per_row ? i : 0];
+      for (int j = 0; j < N; ++j) {
+        const double p = double(acc[j]) * s_a * double(d.sw[std::size_t(j)]);
+        d.y[r * N + j] = p + double(d.bias[std::size_t(j)]);
+        d.ymag[r * N + j] = std::fabs(p) + std::fabs(double(d.bias[std::size_t(j)]));
+      }
+    }
+  });
+  return d;
+}
+
+std::vector<BenchGemmRow> bench_gemm_cpu(const BenchGemmConfig& cfg,
+                                         const std::function<void(const BenchGemmRow&)>& on_row,
+                                         const ProgressFn& progress) {
+  const std::vector<std::string> all = bench_gemm_kernels();
+  validate_bench_gemm_config(cfg, all);
   const int threads = resolve_threads(cfg.threads);
   const int setup = resolve_threads(0);
   auto slow = [](const std::string& n) { return n == "int8-ref" || n.rfind("int8-generic", 0) == 0; };
@@ -118,62 +185,18 @@ std::vector<BenchGemmRow> bench_gemm_cpu(const BenchGemmConfig& cfg,
   std::vector<BenchGemmRow> rows;
   for (const auto& shape : cfg.shapes) {
     const int M = shape.M, K = shape.K, N = shape.N;
-    const std::size_t MK = std::size_t(M) * K, KN = std::size_t(K) * N, MN = std::size_t(M) * N;
-    // Activations ~ N(0, 1), weights ~ N(0, 1/K) stored N x K (a linear layer's out x in), small bias.
-    std::vector<float> X(MK), Wt(KN), bias(static_cast<std::size_t>(N));
-    fill_normal(X, cfg.seed * 3 + 0, 1.0, setup);
-    fill_normal(Wt, cfg.seed * 3 + 1, 1.0 / std::sqrt(double(K)), setup);
-    fill_normal(bias, cfg.seed * 3 + 2, 0.1, setup);
-    std::vector<float> W(KN);  // K x N for the float kernels
-    parallel_chunks(std::size_t(K), 64, setup, [&](std::size_t b, std::size_t e) {
-      for (std::size_t k = b; k < e; ++k)
-        for (int j = 0; j < N; ++j) W[k * N + j] = Wt[std::size_t(j) * K + k];
-    });
-    // Weights: symmetric int8 per output channel; activations: dynamic int8 per row or per tensor.
-    std::vector<int8_t> qw(KN), qa(MK);
-    std::vector<float> sw(static_cast<std::size_t>(N)), sa(cfg.act_per_row ? std::size_t(M) : 1);
-    quantize_act_int8(Wt.data(), N, K, K, true, qw.data(), K, sw.data(), setup);
-    quantize_act_int8(X.data(), M, K, K, cfg.act_per_row, qa.data(), K, sa.data(), setup);
-    std::vector<int8_t> qwT(KN);  // K x N for the reference and oneDNN
-    parallel_chunks(std::size_t(K), 64, setup, [&](std::size_t b, std::size_t e) {
-      for (std::size_t k = b; k < e; ++k)
-        for (int j = 0; j < N; ++j) qwT[k * N + j] = qw[std::size_t(j) * K + k];
-    });
-    const PackedB packed = pack_b_int8(qw.data(), K, N, K, BLayout::NxK);
-
-    Refs ref;
-    ref.rows = check_rows(M);
+    const std::size_t MK = std::size_t(M) * K, MN = std::size_t(M) * N;
+    const GemmBenchData data = make_gemm_bench_data(shape, cfg.act_per_row, cfg.seed, setup);
+    const std::vector<float>& X = data.X;
+    const std::vector<float>& W = data.W;
+    const std::vector<float>& bias = data.bias;
+    const std::vector<int8_t>& qa = data.qa;
+    const std::vector<int8_t>& qwT = data.qwT;
+    const std::vector<float>& sa = data.sa;
+    const std::vector<float>& sw = data.sw;
+    const PackedB packed = pack_b_int8(data.qw.data(), K, N, K, BLayout::NxK);
+    const GemmBenchData& ref = data;
     const std::size_t R = ref.rows.size();
-    ref.acc.assign(R * N, 0);
-    ref.y.assign(R * N, 0);
-    ref.ymag.assign(R * N, 0);
-    ref.f.assign(R * N, 0);
-    ref.fmag.assign(R * N, 0);
-    parallel_chunks(R, 1, setup, [&](std::size_t b, std::size_t e) {
-      for (std::size_t r = b; r < e; ++r) {
-        const std::size_t i = std::size_t(ref.rows[r]);
-        int64_t* acc = &ref.acc[r * N];
-        double* f = &ref.f[r * N];
-        double* fm = &ref.fmag[r * N];
-        for (int k = 0; k < K; ++k) {
-          const int64_t a = qa[i * K + k];
-          const double x = X[i * K + k];
-          const int8_t* qrow = &qwT[std::size_t(k) * N];
-          const float* wrow = &W[std::size_t(k) * N];
-          for (int j = 0; j < N; ++j) {
-            acc[j] += a * qrow[j];
-            f[j] += x * double(wrow[j]);
-            fm[j] += std::fabs(x * double(wrow[j]));
-          }
-        }
-        const double s_a = sa[cfg.act_per_row ? i : 0];
-        for (int j = 0; j < N; ++j) {
-          const double p = double(acc[j]) * s_a * double(sw[std::size_t(j)]);
-          ref.y[r * N + j] = p + double(bias[std::size_t(j)]);
-          ref.ymag[r * N + j] = std::fabs(p) + std::fabs(double(bias[std::size_t(j)]));
-        }
-      }
-    });
 
     std::vector<int32_t> C(MN);
     std::vector<float> Y(MN);
@@ -283,6 +306,66 @@ std::vector<BenchGemmRow> bench_gemm_cpu(const BenchGemmConfig& cfg,
     }
   }
   return rows;
+}
+
+double gemm_bench_check_int32(const GemmBenchData& d, const std::string& kernel, const int32_t* got) {
+  const std::size_t N = std::size_t(d.N);
+  for (std::size_t r = 0; r < d.rows.size(); ++r)
+    for (std::size_t j = 0; j < N; ++j)
+      if (int64_t(got[r * N + j]) != d.acc[r * N + j])
+        throw std::runtime_error("bench gemm: " + kernel + " differs from the int64 reference at " +
+                                 at(d.rows[r], int(j)) + ": " + std::to_string(got[r * N + j]) + " vs " +
+                                 std::to_string(d.acc[r * N + j]));
+  return 0;
+}
+
+double gemm_bench_check_dequant(const GemmBenchData& d, const std::string& kernel, const float* got_f32,
+                                const uint16_t* got_f16) {
+  const int N = d.N;
+  std::vector<int32_t> acc(static_cast<std::size_t>(N));
+  std::vector<float> want(static_cast<std::size_t>(N));
+  double err = 0;
+  for (std::size_t r = 0; r < d.rows.size(); ++r) {
+    const int i = d.rows[r];
+    for (int j = 0; j < N; ++j) acc[std::size_t(j)] = int32_t(d.acc[r * N + j]);
+    const float sa = d.sa[d.sa.size() == 1 ? 0 : std::size_t(i)];
+    dequant_ref(acc.data(), 1, N, N, Dequant{.scale_a = {&sa, 1}, .scale_b = d.sw, .bias = d.bias}, want.data());
+    for (int j = 0; j < N; ++j) {
+      const std::size_t o = r * N + j;
+      float g;
+      bool same;
+      if (got_f16) {
+        same = got_f16[o] == float_to_half(want[std::size_t(j)]);
+        g = half_to_float(got_f16[o]);
+      } else {
+        g = got_f32[o];
+        same = std::bit_cast<uint32_t>(g) == std::bit_cast<uint32_t>(want[std::size_t(j)]);
+      }
+      if (!same)
+        throw std::runtime_error("bench gemm: " + kernel + " is not bit-identical to dequant_ref at " + at(i, j) + ": " +
+                                 std::to_string(g) + " vs " + std::to_string(want[std::size_t(j)]));
+      err = std::max(err, std::fabs(double(g) - d.y[o]));
+    }
+  }
+  return err;
+}
+
+double gemm_bench_check_float(const GemmBenchData& d, const std::string& kernel, const float* got, double input_rel) {
+  const std::size_t N = std::size_t(d.N);
+  // Rounded inputs: x (1 + a) * w (1 + b) is off by at most 2 rel + rel^2 relative, then the float32 sum.
+  const double rel = 2 * input_rel + input_rel * input_rel + (double(d.K) + kF32ExtraRoundings) * kUnitRoundoff;
+  double err = 0;
+  for (std::size_t r = 0; r < d.rows.size(); ++r)
+    for (std::size_t j = 0; j < N; ++j) {
+      const std::size_t o = r * N + j;
+      const double e = std::fabs(double(got[o]) - d.f[o]);
+      const double tol = rel * d.fmag[o] + 1e-30;
+      if (!(e <= tol))
+        throw std::runtime_error("bench gemm: " + kernel + " is off by " + std::to_string(e) + " at " +
+                                 at(d.rows[r], int(j)) + " (tolerance " + std::to_string(tol) + ")");
+      err = std::max(err, e);
+    }
+  return err;
 }
 
 const char* bench_gemm_csv_header() {

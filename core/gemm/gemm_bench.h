@@ -57,6 +57,38 @@ std::vector<std::string> bench_gemm_kernels();
 // The optional comparison library built in, e.g. "oneDNN 2.6.3", or "" when there is none.
 std::string bench_gemm_comparison();
 
+// One shape's inputs and references, shared by the CPU and CUDA benchmarks. Activations X ~ N(0, 1)
+// (M x K), weights ~ N(0, 1/K) stored N x K (Wt; W is the same K x N), bias ~ N(0, 0.1); int8 codes (qa
+// M x K, qw N x K, qwT K x N) with scales (sw per output channel, sa per row or one). For up to 64 rows
+// spread from first to last (`rows`), per output: the int64 accumulator, the dequantized product plus bias
+// in float64 (y) and the float64 product of the float inputs (f), with the magnitudes (ymag, fmag) that
+// the tolerances scale with.
+struct GemmBenchData {
+  int M = 0, K = 0, N = 0;
+  std::vector<float> X, Wt, W, bias, sa, sw;
+  std::vector<int8_t> qa, qw, qwT;
+  std::vector<int> rows;
+  std::vector<int64_t> acc;
+  std::vector<double> y, ymag, f, fmag;
+};
+GemmBenchData make_gemm_bench_data(const GemmShape& shape, bool act_per_row, uint64_t seed, int threads);
+// Throws std::invalid_argument for a kernel name not in `available`, no shapes, a non-positive size or K
+// beyond the int32-safe bound.
+void validate_bench_gemm_config(const BenchGemmConfig& cfg, const std::vector<std::string>& available);
+
+// Checks of another backend's output rows: `got` holds rows.size() rows of N values in the order of
+// `rows`. Each throws std::runtime_error naming `kernel` and the first wrong output, else returns the
+// largest absolute error against the float64 reference (0 for exact int32 results).
+// int32: equal to the int64 accumulators.
+double gemm_bench_check_int32(const GemmBenchData& d, const std::string& kernel, const int32_t* got);
+// Epilogue outputs (float32 in got_f32, or float16 bits in got_f16): bit-identical to dequant_ref on the
+// exact accumulators (float16: that float32 value through float_to_half); the error is against y.
+double gemm_bench_check_dequant(const GemmBenchData& d, const std::string& kernel, const float* got_f32,
+                                const uint16_t* got_f16 = nullptr);
+// Float GEMMs whose inputs were rounded with relative error up to input_rel (0 for float32, 2^-10 for TF32,
+// 2^-9 for bfloat16): within (2 input_rel + input_rel^2 + (K + 2) 2^-24) * fmag of f.
+double gemm_bench_check_float(const GemmBenchData& d, const std::string& kernel, const float* got, double input_rel);
+
 // Runs the benchmark; on_row sees each row as soon as it is measured. A kernel whose check fails throws
 // std::runtime_error (nothing is timed after a wrong result). progress(done, total) counts kernel runs;
 // returning false stops after the current kernel (the rows so far are returned).

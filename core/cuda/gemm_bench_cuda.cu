@@ -1,0 +1,230 @@
+// The GPU GEMM benchmark: host data and references (shared with the CPU benchmark) -> device copies ->
+// for each kernel: clear the outputs, run once, copy the checked rows back and compare, then time with
+// CUDA events (median). Baselines first, so every row can carry its ratios.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "cuda/cuda_util.cuh"
+#include "cuda/device.h"
+#include "cuda/gemm_bench_cuda.cuh"
+#include "cuda/gemm_cublas.cuh"
+#include "cuda/gemm_int8.cuh"
+#include "cuda/quantize_int8.cuh"
+
+namespace qs::cuda {
+
+namespace {
+
+using detail::check;
+template <typename T>
+using Buf = detail::DeviceBuffer<T>;
+
+constexpr double kTf32InputRel = 0x1p-10;  // TF32 keeps 10 mantissa bits (truncation or rounding)
+constexpr double kBf16InputRel = 0x1p-9;   // bfloat16 keeps 7, rounded to nearest here
+
+uint16_t to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((u >> 16) | 0x40);
+  u += 0x7FFFu + ((u >> 16) & 1u);  // round to nearest even
+  return uint16_t(u >> 16);
+}
+
+std::vector<GemmKernel> tensor_core_kernels() {
+  std::vector<GemmKernel> k;
+  if (!device_info().available) return k;
+  if (gemm_int8_supported(GemmKernel::Mma, 16, 16, 16)) k.push_back(GemmKernel::Mma);
+  if (gemm_int8_supported(GemmKernel::Wgmma, 16, 16, 16)) k.push_back(GemmKernel::Wgmma);
+  return k;
+}
+
+}  // namespace
+
+std::vector<std::string> bench_gemm_cuda_kernels() {
+  std::vector<std::string> k{"fp32-cublas", "tf32-cublas", "bf16-cublas", "int8-cublaslt", "int8-dp4a", "int8-dp4a-dq"};
+  for (GemmKernel g : tensor_core_kernels()) {
+    const std::string base = std::string("int8-") + to_string(g);
+    for (const char* suffix : {"", "-dq", "-dq-f16", "-e2e"}) k.push_back(base + suffix);
+  }
+  return k;
+}
+
+std::string bench_gemm_cuda_comparison() { return GemmLibrary::version(); }
+
+std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
+                                          const std::function<void(const BenchGemmRow&)>& on_row,
+                                          const std::function<void(const std::string&)>& on_note,
+                                          const ProgressFn& progress) {
+  const DeviceInfo& dev = device_info();
+  if (!dev.available) throw std::runtime_error(dev.message);
+  const std::vector<std::string> all = bench_gemm_cuda_kernels();
+  validate_bench_gemm_config(cfg, all);
+  auto note = [&](const std::string& s) {
+    if (on_note) on_note(s);
+  };
+  auto wanted = [&](const std::string& n) {
+    if (n == "fp32-cublas" || n == "int8-cublaslt" || cfg.kernels.empty()) return true;
+    return std::find(cfg.kernels.begin(), cfg.kernels.end(), n) != cfg.kernels.end();
+  };
+  std::size_t total = 0, done = 0;
+  for (const auto& n : all) total += wanted(n);
+  total *= cfg.shapes.size();
+  const int setup = resolve_threads(0);
+  GemmLibrary lib;
+  std::vector<BenchGemmRow> rows;
+  std::vector<std::string> failures;
+
+  for (const auto& shape : cfg.shapes) {
+    const int M = shape.M, K = shape.K, N = shape.N;
+    const std::string dims = std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N);
+    const GemmBenchData d = make_gemm_bench_data(shape, cfg.act_per_row, cfg.seed, setup);
+    const std::size_t MK = std::size_t(M) * K, NK = std::size_t(N) * K, MN = std::size_t(M) * N;
+    const std::size_t R = d.rows.size();
+    std::vector<uint16_t> Xb(MK), Wb(NK);
+    for (std::size_t i = 0; i < MK; ++i) Xb[i] = to_bf16(d.X[i]);
+    for (std::size_t i = 0; i < NK; ++i) Wb[i] = to_bf16(d.Wt[i]);
+
+    Buf<float> dX(MK), dW(NK), dsa(d.sa.size()), dsw(d.sw.size()), dbias(d.bias.size()), dY(MN), ds_tmp(d.sa.size());
+    Buf<uint16_t> dXb(MK), dWb(NK), dY16(MN);
+    Buf<int8_t> dqa(MK), dqw(NK), dq_tmp(MK);
+    Buf<int32_t> dC(MN);
+    Buf<unsigned int> dscratch(1);
+    auto up = [](void* dst, const void* src, std::size_t bytes) {
+      check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "copy to device");
+    };
+    up(dX.ptr, d.X.data(), MK * 4);
+    up(dW.ptr, d.Wt.data(), NK * 4);
+    up(dXb.ptr, Xb.data(), MK * 2);
+    up(dWb.ptr, Wb.data(), NK * 2);
+    up(dqa.ptr, d.qa.data(), MK);
+    up(dqw.ptr, d.qw.data(), NK);
+    up(dsa.ptr, d.sa.data(), d.sa.size() * 4);
+    up(dsw.ptr, d.sw.data(), d.sw.size() * 4);
+    up(dbias.ptr, d.bias.data(), d.bias.size() * 4);
+    GemmEpilogueDev ep;
+    ep.scale_a = dsa.ptr;
+    ep.scale_a_per_row = cfg.act_per_row;
+    ep.scale_b = dsw.ptr;
+    ep.scale_b_per_col = true;
+    ep.bias = dbias.ptr;
+    GemmEpilogueDev ep_tmp = ep;  // end to end: the scales the device quantization wrote
+    ep_tmp.scale_a = ds_tmp.ptr;
+
+    // The checked rows of a device output, in the order of d.rows.
+    auto rows_of = [&](const void* dev_ptr, std::size_t esize, void* host) {
+      for (std::size_t r = 0; r < R; ++r)
+        check(cudaMemcpy(static_cast<uint8_t*>(host) + r * N * esize,
+                         static_cast<const uint8_t*>(dev_ptr) + std::size_t(d.rows[r]) * N * esize, N * esize,
+                         cudaMemcpyDeviceToHost),
+              "copy back");
+    };
+    auto check_i32 = [&](const std::string& n) {
+      std::vector<int32_t> h(R * N);
+      rows_of(dC.ptr, 4, h.data());
+      return gemm_bench_check_int32(d, n, h.data());
+    };
+    auto check_dq = [&](const std::string& n) {
+      std::vector<float> h(R * N);
+      rows_of(dY.ptr, 4, h.data());
+      return gemm_bench_check_dequant(d, n, h.data());
+    };
+    auto check_dq16 = [&](const std::string& n) {
+      std::vector<uint16_t> h(R * N);
+      rows_of(dY16.ptr, 2, h.data());
+      return gemm_bench_check_dequant(d, n, nullptr, h.data());
+    };
+    auto check_f = [&](const std::string& n, double rel) {
+      std::vector<float> h(R * N);
+      rows_of(dY.ptr, 4, h.data());
+      return gemm_bench_check_float(d, n, h.data(), rel);
+    };
+
+    double fp32_ms = 0;
+    bool stop = false;
+    auto measure = [&](const std::string& name, const std::function<void()>& fn,
+                       const std::function<double(const std::string&)>& chk) {
+      if (stop || !wanted(name)) return;
+      BenchGemmRow row;
+      row.backend = "cuda";
+      row.kernel = name;
+      row.M = M;
+      row.N = N;
+      row.K = K;
+      row.threads = 0;
+      try {
+        // Poisoned outputs: a kernel that writes nothing cannot pass on a previous kernel's result.
+        check(cudaMemset(dC.ptr, 0x5a, MN * 4), "memset");
+        check(cudaMemset(dY.ptr, 0xff, MN * 4), "memset");
+        check(cudaMemset(dY16.ptr, 0xff, MN * 2), "memset");
+        fn();
+        check(cudaDeviceSynchronize(), name.c_str());
+        row.max_abs_err_vs_ref = chk(name);
+      } catch (const std::exception& e) {
+        failures.push_back(name + " " + dims + ": " + e.what());
+        note("FAILED " + name + " " + dims + ": " + e.what() + " (not timed)");
+        cudaGetLastError();  // clear a launch error so the next kernel starts clean
+        return;
+      }
+      row.checked = R * std::size_t(N);
+      const double first = detail::median_seconds(fn, 1, nullptr);
+      row.reps = std::clamp(int(std::ceil(cfg.min_seconds / std::max(first, 1e-9))), std::max(1, cfg.reps), 1000);
+      const double t = detail::median_seconds(fn, row.reps, nullptr);
+      row.median_ms = t * 1e3;
+      row.gops = 2.0 * double(M) * double(N) * double(K) / t / 1e9;
+      if (name == "fp32-cublas") fp32_ms = row.median_ms;
+      row.speedup_vs_fp32 = fp32_ms > 0 ? fp32_ms / row.median_ms : 0;
+      rows.push_back(row);
+      if (on_row) on_row(row);
+      ++done;
+      if (progress && !progress(done, total)) stop = true;
+    };
+
+    measure("fp32-cublas", [&] { lib.f32(dX.ptr, dW.ptr, M, K, N, dY.ptr, false); },
+            [&](const std::string& n) { return check_f(n, 0.0); });
+    measure("tf32-cublas", [&] { lib.f32(dX.ptr, dW.ptr, M, K, N, dY.ptr, true); },
+            [&](const std::string& n) { return check_f(n, kTf32InputRel); });
+    measure("bf16-cublas", [&] { lib.bf16(dXb.ptr, dWb.ptr, M, K, N, dY.ptr); },
+            [&](const std::string& n) { return check_f(n, kBf16InputRel); });
+    std::string algo;
+    measure("int8-cublaslt", [&] { algo = lib.int8(dqa.ptr, dqw.ptr, M, K, N, dC.ptr); }, check_i32);
+    if (!algo.empty()) note("int8-cublaslt " + dims + ": " + algo);
+
+    auto ours = [&](GemmKernel k) {
+      const std::string base = std::string("int8-") + to_string(k);
+      if (!gemm_int8_supported(k, M, K, N)) {
+        std::string why;
+        gemm_int8_resolve(k, M, K, N, &why);
+        note(base + " skipped for " + dims + ": " + why + " (int8-dp4a rows cover this shape)");
+        return;
+      }
+      measure(base, [&, k] { gemm_int8_device(dqa.ptr, dqw.ptr, M, K, N, ep, GemmOut::I32, dC.ptr, k); }, check_i32);
+      measure(base + "-dq", [&, k] { gemm_int8_device(dqa.ptr, dqw.ptr, M, K, N, ep, GemmOut::F32, dY.ptr, k); },
+              check_dq);
+      if (k == GemmKernel::Dp4a) return;
+      measure(base + "-dq-f16", [&, k] { gemm_int8_device(dqa.ptr, dqw.ptr, M, K, N, ep, GemmOut::F16, dY16.ptr, k); },
+              check_dq16);
+      // End to end: float32 activations in, float32 out (quantization on the device + GEMM + epilogue).
+      measure(base + "-e2e",
+              [&, k] {
+                quantize_int8_device(dX.ptr, M, K, cfg.act_per_row, dq_tmp.ptr, ds_tmp.ptr, dscratch.ptr);
+                gemm_int8_device(dq_tmp.ptr, dqw.ptr, M, K, N, ep_tmp, GemmOut::F32, dY.ptr, k);
+              },
+              check_dq);
+    };
+    ours(GemmKernel::Dp4a);
+    for (GemmKernel k : tensor_core_kernels()) ours(k);
+    if (stop) break;
+  }
+  if (!failures.empty()) {
+    std::string msg = "bench gemm: " + std::to_string(failures.size()) + " kernel check(s) failed; first: " + failures[0];
+    throw std::runtime_error(msg);
+  }
+  return rows;
+}
+
+}  // namespace qs::cuda

@@ -1,0 +1,372 @@
+// CUDA int8 GEMM: device helpers (ldmatrix, mma) -> the dp4a teaching kernel -> the mma.sync tensor-core
+// kernel -> launchers (take a stream) -> the entries that validate, pick a kernel and dispatch. The wgmma
+// kernel lives in gemm_int8_sm90.cu; the epilogue shared by all of them in gemm_int8_common.cuh.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+#include "cuda/cuda_util.cuh"
+#include "cuda/device.h"
+#include "cuda/gemm_int8.cuh"
+#include "cuda/gemm_int8_common.cuh"
+
+namespace qs::cuda {
+
+using detail::check;
+using detail::Epi;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------------
+// The teaching kernel. A block of 16 x 16 threads owns a 64 x 64 output tile; each thread accumulates a
+// 4 x 4 set of outputs (rows ty + 16 i, columns tx + 16 j). K advances in slices of 32 bytes that the block
+// stages in shared memory as int32 words of four int8 values (zero padded past M, N and K), and __dp4a
+// multiplies the four byte pairs of two words and adds them to an int32 accumulator in one instruction.
+// Any M, K, N and any alignment: this is also the general path for shapes the tensor-core kernels refuse.
+constexpr int kDpTile = 64, kDpWords = 8;  // 8 words = 32 bytes of K per slice
+
+// Four int8 values of row `r` starting at column k, packed little-endian into a word, zeros past the edge.
+__device__ __forceinline__ int load_word(const int8_t* X, int rows, int K, int r, int k) {
+  if (r >= rows || k >= K) return 0;
+  const int8_t* p = X + std::size_t(r) * K + k;
+  if ((K & 3) == 0) return *reinterpret_cast<const int*>(p);  // row starts and k are multiples of 4
+  uint32_t w = 0;
+  for (int t = 0; t < 4 && k + t < K; ++t) w |= uint32_t(uint8_t(p[t])) << (8 * t);
+  return int(w);
+}
+
+template <int O>
+__global__ void gemm_int8_dp4a_kernel(const int8_t* __restrict__ A, const int8_t* __restrict__ B, int M, int K,
+                                      int N, Epi e) {
+  __shared__ int As[kDpWords][kDpTile];  // As[w][r]: word w of row r's slice
+  __shared__ int Bs[kDpWords][kDpTile];
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
+  const int row0 = blockIdx.y * kDpTile, col0 = blockIdx.x * kDpTile;
+  int acc[4][4] = {};
+  for (int k0 = 0; k0 < K; k0 += 4 * kDpWords) {
+    // 64 rows x 8 words per operand, two per thread; eight neighbouring threads read one row's 32 bytes.
+    for (int i = tid; i < kDpTile * kDpWords; i += 256) {
+      const int r = i / kDpWords, w = i % kDpWords;
+      As[w][r] = load_word(A, M, K, row0 + r, k0 + 4 * w);
+      Bs[w][r] = load_word(B, N, K, col0 + r, k0 + 4 * w);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int w = 0; w < kDpWords; ++w) {
+      int a[4], b[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a[i] = As[w][ty + 16 * i];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) b[j] = Bs[w][tx + 16 * j];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = __dp4a(a[i], b[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) detail::store_one<O>(e, row0 + ty + 16 * i, col0 + tx + 16 * j, acc[i][j]);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The mma.sync kernel (sm_80+). A block computes a BM x BN tile with warps of WM x WN; K advances in
+// slices of 64 bytes through a STAGES-deep ring of shared-memory buffers filled by cp.async, so the loads
+// of slice k + STAGES - 1 fly while slice k is multiplied. Shared rows are 64 bytes (four 16-byte chunks);
+// chunk c of row r is stored at chunk c ^ ((r >> 1) & 3), which makes both the cp.async stores and the
+// ldmatrix reads (8 rows x 16 bytes per 8 lanes) free of bank conflicts.
+constexpr int kMmaBK = 64;
+
+__device__ __forceinline__ uint32_t swz64(int row, int chunk) {
+  return uint32_t(row * kMmaBK + ((chunk ^ ((row >> 1) & 3)) << 4));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+// D = A (16 x 32, row) * B (32 x 8, col) + D with int8 inputs and int32 accumulators.
+__device__ __forceinline__ void mma_s8_16832(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <int BM, int BN, int WM, int WN, int STAGES>
+struct MmaCfg {
+  static constexpr int kWarpsM = BM / WM, kWarpsN = BN / WN, kThreads = 32 * kWarpsM * kWarpsN;
+  static constexpr int kMi = WM / 16, kNi = WN / 8;  // mma tiles per warp
+  static constexpr int kStageBytes = (BM + BN) * kMmaBK, kSmem = STAGES * kStageBytes;
+  static_assert(kNi % 2 == 0, "B fragments are loaded two n-tiles at a time");
+};
+
+template <int BM, int BN, int WM, int WN, int STAGES, int O>
+__global__ void __launch_bounds__(MmaCfg<BM, BN, WM, WN, STAGES>::kThreads, 1)
+    gemm_int8_mma_kernel(const int8_t* __restrict__ A, const int8_t* __restrict__ B, int M, int K, int N, Epi e) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  using C = MmaCfg<BM, BN, WM, WN, STAGES>;
+  extern __shared__ __align__(128) uint8_t smem[];
+  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+  int tm, tn;
+  detail::tile_of(blockIdx.x, tiles_m, tiles_n, 8, tm, tn);
+  const int m0 = tm * BM, n0 = tn * BN;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int wm = warp / C::kWarpsN, wn = warp % C::kWarpsN;
+  const int KT = (K + kMmaBK - 1) / kMmaBK;
+  const uint32_t sbase = detail::smem_addr(smem);
+
+  auto load_slice = [&](int kt, int slot) {
+    const int k0 = kt * kMmaBK;
+    const uint32_t sA = sbase + slot * C::kStageBytes, sB = sA + BM * kMmaBK;
+#pragma unroll
+    for (int i = threadIdx.x; i < BM * 4; i += C::kThreads) {
+      const int r = i >> 2, c = i & 3, gr = m0 + r, gk = k0 + 16 * c;
+      const bool v = gr < M && gk < K;  // K % 16 == 0: a chunk is all inside or all outside
+      detail::cp_async16(sA + swz64(r, c), v ? A + std::size_t(gr) * K + gk : A, v);
+    }
+#pragma unroll
+    for (int i = threadIdx.x; i < BN * 4; i += C::kThreads) {
+      const int r = i >> 2, c = i & 3, gr = n0 + r, gk = k0 + 16 * c;
+      const bool v = gr < N && gk < K;
+      detail::cp_async16(sB + swz64(r, c), v ? B + std::size_t(gr) * K + gk : B, v);
+    }
+  };
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < KT) load_slice(s, s);
+    detail::cp_async_commit();
+  }
+  int acc[C::kMi][C::kNi][4] = {};
+  for (int kt = 0; kt < KT; ++kt) {
+    detail::cp_async_wait<STAGES - 2>();  // slice kt has landed (this thread's part) ...
+    __syncthreads();                      // ... everyone's; and slot (kt - 1) % STAGES is no longer read
+    if (kt + STAGES - 1 < KT) load_slice(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
+    detail::cp_async_commit();  // an empty group at the end keeps the wait count simple
+    const uint32_t sA = sbase + (kt % STAGES) * C::kStageBytes, sB = sA + BM * kMmaBK;
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {  // two k32 steps per 64-byte slice
+      uint32_t af[C::kMi][4], bf[C::kNi][2];
+#pragma unroll
+      for (int mi = 0; mi < C::kMi; ++mi) {
+        // Lanes 0-15 address rows 0-15 of the low 16 bytes, lanes 16-31 the high 16: a0..a3 of m16n8k32.
+        const int r = wm * WM + mi * 16 + (lane & 15), c = 2 * ks + (lane >> 4);
+        ldmatrix_x4(af[mi][0], af[mi][1], af[mi][2], af[mi][3], sA + swz64(r, c));
+      }
+#pragma unroll
+      for (int nj = 0; nj < C::kNi / 2; ++nj) {
+        // B is stored n-major (K contiguous), so no transpose: lanes 0-7 / 8-15 give n-tile 2nj's low and
+        // high 16 bytes, lanes 16-23 / 24-31 those of n-tile 2nj + 1.
+        const int r = wn * WN + nj * 16 + (lane & 7) + ((lane >> 4) << 3), c = 2 * ks + ((lane >> 3) & 1);
+        ldmatrix_x4(bf[2 * nj][0], bf[2 * nj][1], bf[2 * nj + 1][0], bf[2 * nj + 1][1], sB + swz64(r, c));
+      }
+#pragma unroll
+      for (int mi = 0; mi < C::kMi; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < C::kNi; ++ni) mma_s8_16832(acc[mi][ni], af[mi], bf[ni][0], bf[ni][1]);
+    }
+  }
+  detail::cp_async_wait<0>();
+  // Accumulator fragment: c0, c1 at (g, 2t), (g, 2t + 1); c2, c3 eight rows lower (g = lane / 4, t = lane % 4).
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mi = 0; mi < C::kMi; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < C::kNi; ++ni) {
+      const int r = m0 + wm * WM + mi * 16 + g, c = n0 + wn * WN + ni * 8 + 2 * t;
+      detail::store_pair<O>(e, r, c, acc[mi][ni][0], acc[mi][ni][1]);
+      detail::store_pair<O>(e, r + 8, c, acc[mi][ni][2], acc[mi][ni][3]);
+    }
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Launchers.
+template <int O>
+void gemm_int8_dp4a_cuda(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
+  const dim3 grid((N + kDpTile - 1) / kDpTile, (M + kDpTile - 1) / kDpTile), block(16, 16);
+  gemm_int8_dp4a_kernel<O><<<grid, block, 0, s>>>(A, B, M, K, N, e);
+}
+
+template <int BM, int BN, int WM, int WN, int STAGES, int O>
+void gemm_int8_mma_launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
+  using C = MmaCfg<BM, BN, WM, WN, STAGES>;
+  auto* kernel = gemm_int8_mma_kernel<BM, BN, WM, WN, STAGES, O>;
+  static std::once_flag once;  // per instantiation: allow more than 48 KiB of dynamic shared memory
+  std::call_once(once, [&] {
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem), "mma kernel attribute");
+  });
+  const long tiles = long((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+  kernel<<<unsigned(tiles), C::kThreads, C::kSmem, s>>>(A, B, M, K, N, e);
+}
+
+int sm_count() {
+  static const int n = [] {
+    int v = 0;
+    check(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0), "device query");
+    return v;
+  }();
+  return n;
+}
+
+// 128 x 256 tiles with 8 warps of 64 x 64 (96 KiB of shared memory in 4 stages), or 64 x 128 tiles with 4
+// warps of 32 x 64 when the big tiles would not fill the GPU once.
+template <int O>
+void gemm_int8_mma_cuda(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
+  const long big = long((M + 127) / 128) * ((N + 255) / 256);
+  if (big >= sm_count()) gemm_int8_mma_launch<128, 256, 64, 64, 4, O>(A, B, M, K, N, e, s);
+  else gemm_int8_mma_launch<64, 128, 32, 64, 4, O>(A, B, M, K, N, e, s);
+}
+
+template <int O>
+void dispatch(GemmKernel k, const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
+  switch (k) {
+    case GemmKernel::Wgmma: detail::gemm_int8_wgmma_cuda(A, B, M, K, N, e, O, s); break;
+    case GemmKernel::Mma: gemm_int8_mma_cuda<O>(A, B, M, K, N, e, s); break;
+    default: gemm_int8_dp4a_cuda<O>(A, B, M, K, N, e, s); break;
+  }
+}
+
+void validate(int M, int K, int N) {
+  if (M <= 0 || K <= 0 || N <= 0)
+    throw std::invalid_argument("gemm_int8_cuda: sizes must be positive, got M=" + std::to_string(M) + " K=" + std::to_string(K) +
+                    " N=" + std::to_string(N));
+  if (K > kGemmInt8MaxK)
+    throw std::invalid_argument("gemm_int8_cuda: K = " + std::to_string(K) + " exceeds the int32-safe bound " +
+                                std::to_string(kGemmInt8MaxK));
+}
+
+}  // namespace
+
+const char* to_string(GemmKernel k) {
+  switch (k) {
+    case GemmKernel::Dp4a: return "dp4a";
+    case GemmKernel::Mma: return "mma";
+    case GemmKernel::Wgmma: return "wgmma";
+    default: return "auto";
+  }
+}
+
+const char* to_string(GemmOut o) {
+  switch (o) {
+    case GemmOut::I32: return "i32";
+    case GemmOut::F16: return "f16";
+    default: return "f32";
+  }
+}
+
+bool gemm_int8_supported(GemmKernel k, int M, int K, int N) {
+  (void)M;
+  (void)N;
+  const DeviceInfo& d = device_info();
+  if (!d.available) return false;
+  switch (k) {
+    case GemmKernel::Dp4a:
+    case GemmKernel::Auto: return true;
+    case GemmKernel::Mma: return d.cc_major >= 8 && K % 16 == 0;
+    case GemmKernel::Wgmma: return d.cc_major == 9 && K % 16 == 0 && detail::wgmma_compiled_for_device();
+  }
+  return false;
+}
+
+GemmKernel gemm_int8_resolve(GemmKernel want, int M, int K, int N, std::string* why) {
+  auto note = [&](const std::string& s) {
+    if (why) *why = s;
+  };
+  note("");
+  if (want == GemmKernel::Auto) {
+    // wgmma's 128 x 256 tiles pay off once they fill the GPU; smaller products go to the mma kernel.
+    const long wg_tiles = long((M + detail::kWgmmaBM - 1) / detail::kWgmmaBM) * ((N + detail::kWgmmaBN - 1) / detail::kWgmmaBN);
+    if (gemm_int8_supported(GemmKernel::Wgmma, M, K, N) && wg_tiles >= sm_count()) return GemmKernel::Wgmma;
+    if (gemm_int8_supported(GemmKernel::Mma, M, K, N)) return GemmKernel::Mma;
+    return GemmKernel::Dp4a;
+  }
+  if (gemm_int8_supported(want, M, K, N)) return want;
+  const DeviceInfo& d = device_info();
+  std::string reason;
+  if (K % 16 != 0) reason = "K = " + std::to_string(K) + " is not a multiple of 16";
+  else if (want == GemmKernel::Wgmma && d.cc_major != 9) reason = "wgmma needs an sm_90 device";
+  else if (want == GemmKernel::Wgmma) reason = "this build has no sm_90a code (CMAKE_CUDA_ARCHITECTURES lacks 90a)";
+  else reason = "the device is older than sm_80";
+  const GemmKernel got = (want == GemmKernel::Wgmma && gemm_int8_supported(GemmKernel::Mma, M, K, N)) ? GemmKernel::Mma
+                                                                                                      : GemmKernel::Dp4a;
+  note(std::string(to_string(want)) + " cannot run " + std::to_string(M) + "x" + std::to_string(K) + "x" +
+       std::to_string(N) + " (" + reason + "); running " + to_string(got));
+  return got;
+}
+
+GemmKernel gemm_int8_device(const int8_t* A, const int8_t* B, int M, int K, int N, const GemmEpilogueDev& ep,
+                            GemmOut out, void* Y, GemmKernel want, void* stream) {
+  validate(M, K, N);
+  if (!A || !B || !Y) throw std::invalid_argument("gemm_int8_device: null pointer");
+  if (out != GemmOut::I32 && (!ep.scale_a || !ep.scale_b)) throw std::invalid_argument("gemm_int8_device: the epilogue needs scales");
+  GemmKernel k = gemm_int8_resolve(want, M, K, N);
+  // cp.async reads 16-byte chunks: the tensor-core kernels need 16-byte aligned rows.
+  if (k != GemmKernel::Dp4a && ((reinterpret_cast<uintptr_t>(A) | reinterpret_cast<uintptr_t>(B)) & 15)) k = GemmKernel::Dp4a;
+  Epi e;
+  e.sa = ep.scale_a;
+  e.sa_step = ep.scale_a_per_row ? 1 : 0;
+  e.sb = ep.scale_b;
+  e.sb_step = ep.scale_b_per_col ? 1 : 0;
+  e.bias = ep.bias;
+  e.Y = Y;
+  e.M = M;
+  e.N = N;
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (out) {
+    case GemmOut::I32: dispatch<detail::kOutI32>(k, A, B, M, K, N, e, s); break;
+    case GemmOut::F32: dispatch<detail::kOutF32>(k, A, B, M, K, N, e, s); break;
+    case GemmOut::F16: dispatch<detail::kOutF16>(k, A, B, M, K, N, e, s); break;
+  }
+  check(cudaGetLastError(), "int8 GEMM launch");
+  return k;
+}
+
+GemmKernel gemm_int8_cuda(const int8_t* A, const int8_t* B, int M, int K, int N, const GemmEpilogueHost& h,
+                          GemmOut out, void* Y, GemmKernel want) {
+  validate(M, K, N);
+  if (!A || !B || !Y) throw std::invalid_argument("gemm_int8_cuda: null pointer");
+  const bool deq = out != GemmOut::I32;
+  if (deq) {
+    if (!h.scale_a || (h.scale_a_size != 1 && h.scale_a_size != std::size_t(M)))
+      throw std::invalid_argument("gemm_int8_cuda: scale_a needs 1 or M values");
+    if (!h.scale_b || (h.scale_b_size != 1 && h.scale_b_size != std::size_t(N)))
+      throw std::invalid_argument("gemm_int8_cuda: scale_b needs 1 or N values");
+    if (h.bias_size != 0 && (!h.bias || h.bias_size != std::size_t(N)))
+      throw std::invalid_argument("gemm_int8_cuda: bias needs 0 or N values");
+  }
+  const std::size_t MK = std::size_t(M) * K, NK = std::size_t(N) * K, MN = std::size_t(M) * N;
+  const std::size_t esize = out == GemmOut::F16 ? 2 : 4;
+  detail::DeviceBuffer<int8_t> dA(MK), dB(NK);
+  detail::DeviceBuffer<uint8_t> dY(MN * esize);
+  detail::DeviceBuffer<float> dsa(deq ? h.scale_a_size : 0), dsb(deq ? h.scale_b_size : 0), dbias(deq ? h.bias_size : 0);
+  check(cudaMemcpy(dA.ptr, A, MK, cudaMemcpyHostToDevice), "copy to device");
+  check(cudaMemcpy(dB.ptr, B, NK, cudaMemcpyHostToDevice), "copy to device");
+  GemmEpilogueDev ep;
+  if (deq) {
+    check(cudaMemcpy(dsa.ptr, h.scale_a, h.scale_a_size * 4, cudaMemcpyHostToDevice), "copy to device");
+    check(cudaMemcpy(dsb.ptr, h.scale_b, h.scale_b_size * 4, cudaMemcpyHostToDevice), "copy to device");
+    if (h.bias_size) check(cudaMemcpy(dbias.ptr, h.bias, h.bias_size * 4, cudaMemcpyHostToDevice), "copy to device");
+    ep.scale_a = dsa.ptr;
+    ep.scale_a_per_row = h.scale_a_size != 1;
+    ep.scale_b = dsb.ptr;
+    ep.scale_b_per_col = h.scale_b_size != 1;
+    ep.bias = h.bias_size ? dbias.ptr : nullptr;
+  }
+  const GemmKernel k = gemm_int8_device(dA.ptr, dB.ptr, M, K, N, ep, out, dY.ptr, want, nullptr);
+  check(cudaDeviceSynchronize(), "int8 GEMM kernel");
+  check(cudaMemcpy(Y, dY.ptr, MN * esize, cudaMemcpyDeviceToHost), "copy back");
+  return k;
+}
+
+}  // namespace qs::cuda
