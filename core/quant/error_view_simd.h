@@ -1,0 +1,68 @@
+// Internal to error_view.cpp: the per-element classification of the Error tab's fused pass, written
+// once with vector extensions (error_view_simd_impl.h) and compiled per ISA like the reductions.
+// Exercise: tests/tst_error_view.cpp (every compiled level against the scalar definition).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "format/encode_simd.h"
+
+namespace qs::detail {
+
+// Codes of one element. Value: 0..bins-1, then bins + kBelow / kAbove / kNan / kPosInf / kNegInf.
+// Error: the float32 exponent field of the magnitude (0 = subnormal, 1..254 = normal), or kNonFinite /
+// kZero / kUndefined / kSkip (x not finite); clipped elements (|x| > bound) get + kErrCodes.
+// (Plain constants, not an enum: vector extensions only mix with int scalars.)
+inline constexpr int32_t kBelow = 0, kAbove = 1, kNan = 2, kPosInf = 3, kNegInf = 4, kValueExtra = 5;
+inline constexpr int32_t kNonFinite = 255, kZero = 256, kUndefined = 257, kSkip = 258, kErrCodes = 259;
+
+struct ErrorCodeParams {
+  double lo, hi, inv;  // value bin = min(trunc((x - lo) * inv), bins - 1) for lo <= x <= hi
+  double bound;        // the group's clip bound
+  int32_t bins;
+};
+
+void error_codes_generic(const float* x, const float* q, std::size_t n, const ErrorCodeParams& p, int32_t* vcode,
+                         int32_t* acode, int32_t* rcode);
+void error_codes_avx2(const float* x, const float* q, std::size_t n, const ErrorCodeParams& p, int32_t* vcode,
+                      int32_t* acode, int32_t* rcode);
+void error_codes_avx512(const float* x, const float* q, std::size_t n, const ErrorCodeParams& p, int32_t* vcode,
+                        int32_t* acode, int32_t* rcode);
+
+// Dispatch by level (the ones this build and CPU have; see available_simd_levels()).
+void error_codes(const float* x, const float* q, std::size_t n, const ErrorCodeParams& p, int32_t* vcode,
+                 int32_t* acode, int32_t* rcode, SimdLevel level = best_simd_level());
+
+// The definition, one element at a time (the tails of the vector loops, and the tests' oracle).
+inline void error_code_one(float xf, float qf, const ErrorCodeParams& p, int32_t& v, int32_t& a, int32_t& r) {
+  uint32_t xb, eb, rb;
+  __builtin_memcpy(&xb, &xf, 4);
+  xb &= 0x7fffffffu;
+  if (xb >= 0x7f800000u) {
+    v = p.bins + (xb > 0x7f800000u ? kNan : xf > 0 ? kPosInf : kNegInf);
+    a = r = kSkip;
+    return;
+  }
+  float ax;
+  __builtin_memcpy(&ax, &xb, 4);
+  const double xd = xf;
+  if (xd < p.lo) v = p.bins + kBelow;
+  else if (xd > p.hi) v = p.bins + kAbove;
+  else {
+    const double t = (xd - p.lo) * p.inv;
+    v = t > double(p.bins - 1) ? p.bins - 1 : int32_t(t);
+  }
+  const float e = __builtin_fabsf(xf - qf);
+  __builtin_memcpy(&eb, &e, 4);
+  const float ratio = e / ax;
+  __builtin_memcpy(&rb, &ratio, 4);
+  a = eb == 0 ? int32_t(kZero) : int32_t(eb >> 23);
+  if (eb == 0) r = ax == 0 ? kUndefined : kZero;
+  else if (a == kNonFinite) r = kNonFinite;
+  else if (ax == 0) r = kUndefined;
+  else r = int32_t(((rb >> 23) & 0xff) > 254 ? 254 : (rb >> 23) & 0xff);  // a ratio past FLT_MAX: top bin
+  if (double(ax) > p.bound) a += kErrCodes, r += kErrCodes;
+}
+
+}  // namespace qs::detail
