@@ -14,6 +14,7 @@ void add_bench_gemm(CLI::App& bench);  // bench gemm (called by add_bench)
 void add_bench_error(CLI::App& bench);  // bench error-view (called by add_bench)
 void add_selftest(CLI::App& app);    // selftest
 void add_analyze(CLI::App& app);     // analyze
+void add_train(CLI::App& app);       // train
 
 // Writes `text` to `path` atomically when a path is given, else prints it to stdout.
 void emit(const std::string& text, const std::string& path);

@@ -48,13 +48,14 @@ int main(int argc, char** argv) {
   qs::cli::add_bench(app);
   qs::cli::add_selftest(app);
   qs::cli::add_analyze(app);
+  qs::cli::add_train(app);
   if (argc > 1 && argv[1][0] != '-') {
     const std::string first = argv[1];
     bool known = false;
     for (const CLI::App* sub : app.get_subcommands({})) known |= sub->get_name() == first;
     if (!known) {
       std::cerr << "quantscope-cli: unknown subcommand '" << first
-                << "' (formats, grid, quantize, analyze, bench, selftest; see --help)\n";
+                << "' (formats, grid, quantize, analyze, bench, train, selftest; see --help)\n";
       return 2;
     }
   }
