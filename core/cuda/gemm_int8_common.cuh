@@ -41,26 +41,70 @@ __device__ __forceinline__ void store_one(const Epi& e, int row, int col, int32_
   }
 }
 
-// Two neighbouring columns (col even) of one row, as the mma accumulator fragments hold them: one
-// 8-byte (4-byte for float16) store when both are inside and N is even (so the address is aligned).
-template <int O>
-__device__ __forceinline__ void store_pair(const Epi& e, int row, int col, int32_t a0, int32_t a1) {
-  if (row >= e.M) return;
-  if (col + 1 >= e.N || (e.N & 1)) {
-    store_one<O>(e, row, col, a0);
-    store_one<O>(e, row, col + 1, a1);
-    return;
+// The epilogue through shared memory: the accumulators of a tile are first written to shared memory
+// (int32, row stride BN + kCsPad words, which keeps the fragment writes free of bank conflicts), then
+// drain_tile reads them back so that each thread owns four neighbouring columns: their scales and biases
+// are loaded once, and every row leaves as 16-byte (float16: 8-byte) stores that a warp coalesces.
+constexpr int kCsPad = 8;
+
+template <int O, int BN, int NT, int ROWS>
+__device__ __forceinline__ void drain_tile(const Epi& e, const int32_t* Cs, int m0, int n0) {
+  static_assert(NT % (BN / 4) == 0 && ROWS % (NT / (BN / 4)) == 0, "whole rows per pass");
+  constexpr int kPerRow = BN / 4, kRowStep = NT / kPerRow, kPasses = ROWS / kRowStep;
+  const int c4 = (threadIdx.x % kPerRow) * 4, gc = n0 + c4, r0 = threadIdx.x / kPerRow;
+  if (gc >= e.N) return;
+  const int valid = min(4, e.N - gc);
+  const bool vec = valid == 4 && (e.N & 3) == 0;  // then row starts, and so these stores, are aligned
+  float sb[4] = {0.0f, 0.0f, 0.0f, 0.0f}, bb[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sa[kPasses];
+  if constexpr (O != kOutI32) {
+    // Every scale this thread needs, loaded up front: none of them waits behind a store.
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      if (i < valid) {
+        sb[i] = __ldg(e.sb + std::size_t(gc + i) * e.sb_step);
+        if (e.bias) bb[i] = __ldg(e.bias + gc + i);
+      }
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) {
+      const int gr = min(m0 + r0 + p * kRowStep, e.M - 1);
+      sa[p] = __ldg(e.sa + std::size_t(gr) * e.sa_step);
+    }
   }
-  const std::size_t at = std::size_t(row) * e.N + col;
-  if constexpr (O == kOutI32) {
-    *reinterpret_cast<int2*>(static_cast<int32_t*>(e.Y) + at) = make_int2(a0, a1);
-  } else {
-    const float sa = e.sa[row * e.sa_step];
-    const float b0 = e.bias ? e.bias[col] : 0.0f, b1 = e.bias ? e.bias[col + 1] : 0.0f;
-    const float y0 = dequant_one(a0, sa, e.sb[col * e.sb_step], b0);
-    const float y1 = dequant_one(a1, sa, e.sb[(col + 1) * e.sb_step], b1);
-    if constexpr (O == kOutF32) *reinterpret_cast<float2*>(static_cast<float*>(e.Y) + at) = make_float2(y0, y1);
-    else *reinterpret_cast<__half2*>(static_cast<__half*>(e.Y) + at) = __halves2half2(__float2half_rn(y0), __float2half_rn(y1));
+#pragma unroll
+  for (int p = 0; p < kPasses; ++p) {
+    const int r = r0 + p * kRowStep, gr = m0 + r;
+    if (gr >= e.M) continue;
+    const int4 v = *reinterpret_cast<const int4*>(Cs + r * (BN + kCsPad) + c4);
+    const int32_t a[4] = {v.x, v.y, v.z, v.w};
+    const std::size_t at = std::size_t(gr) * e.N + gc;
+    if constexpr (O == kOutI32) {
+      int32_t* Y = static_cast<int32_t*>(e.Y) + at;
+      if (vec) *reinterpret_cast<int4*>(Y) = v;
+      else
+        for (int i = 0; i < valid; ++i) Y[i] = a[i];
+    } else {
+      float y[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) y[i] = dequant_one(a[i], sa[p], sb[i], bb[i]);
+      if constexpr (O == kOutF32) {
+        float* Y = static_cast<float*>(e.Y) + at;
+        if (vec) *reinterpret_cast<float4*>(Y) = make_float4(y[0], y[1], y[2], y[3]);
+        else
+          for (int i = 0; i < valid; ++i) Y[i] = y[i];
+      } else {
+        __half* Y = static_cast<__half*>(e.Y) + at;
+        if (vec) {
+          const __half2 lo = __halves2half2(__float2half_rn(y[0]), __float2half_rn(y[1]));
+          const __half2 hi = __halves2half2(__float2half_rn(y[2]), __float2half_rn(y[3]));
+          uint2 w;
+          w.x = *reinterpret_cast<const uint32_t*>(&lo);
+          w.y = *reinterpret_cast<const uint32_t*>(&hi);
+          *reinterpret_cast<uint2*>(Y) = w;
+        } else {
+          for (int i = 0; i < valid; ++i) Y[i] = __float2half_rn(y[i]);
+        }
+      }
+    }
   }
 }
 
@@ -92,7 +136,6 @@ __device__ __forceinline__ void cp_async_wait() {
 // The sm_90a kernel (gemm_int8_sm90.cu): whether this binary carries it for the current device (a probe
 // kernel reports whether it was compiled with sm_90a features), and its launcher.
 bool wgmma_compiled_for_device();
-constexpr int kWgmmaBM = 128, kWgmmaBN = 256;
 void gemm_int8_wgmma_cuda(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int out,
                           cudaStream_t stream);
 

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -146,6 +147,56 @@ __global__ void quantize_rows_reg_kernel(const T* __restrict__ x, std::size_t co
   }
 }
 
+// float16 rows of at most 8 * blockDim.x * V elements (cols % 8 == 0): 16-byte loads of eight halves, all V
+// of a thread issued before the row maximum is known, kept in registers and written as 8-byte stores.
+__device__ __forceinline__ float max8(const uint4& v) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  float m = 0.0f;
+#pragma unroll
+  for (int h = 0; h < 4; ++h) {
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[h]));
+    m = fmaxf(m, fmaxf(finite_abs(f.x), finite_abs(f.y)));
+  }
+  return m;
+}
+
+__device__ __forceinline__ uint2 q8x8(const uint4& v, float s) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  uint32_t out[2] = {0, 0};
+#pragma unroll
+  for (int h = 0; h < 4; ++h) {
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[h]));
+    const uint32_t pair = uint32_t(uint8_t(q8(f.x, s))) | (uint32_t(uint8_t(q8(f.y, s))) << 8);
+    out[h >> 1] |= pair << (16 * (h & 1));
+  }
+  return make_uint2(out[0], out[1]);
+}
+
+template <int V>
+__global__ void quantize_rows_reg16_kernel(const __half* __restrict__ x, std::size_t cols, int8_t* __restrict__ q,
+                                           float* __restrict__ scales) {
+  const std::size_t row = blockIdx.x;
+  const __half* xr = x + row * cols;
+  int8_t* qr = q + row * cols;
+  uint4 v[V];
+  float m = 0.0f;
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    const std::size_t c = 8 * (threadIdx.x + std::size_t(k) * blockDim.x);
+    if (c < cols) v[k] = *reinterpret_cast<const uint4*>(xr + c);
+  }
+#pragma unroll
+  for (int k = 0; k < V; ++k)
+    if (8 * (threadIdx.x + std::size_t(k) * blockDim.x) < cols) m = fmaxf(m, max8(v[k]));
+  const float s = fmaxf(block_max(m) / 127.0f, 1e-8f);
+  if (threadIdx.x == 0) scales[row] = s;
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    const std::size_t c = 8 * (threadIdx.x + std::size_t(k) * blockDim.x);
+    if (c < cols) *reinterpret_cast<uint2*>(qr + c) = q8x8(v[k], s);
+  }
+}
+
 template <typename T>
 __global__ void amax_kernel(const T* __restrict__ x, std::size_t n, unsigned int* amax_bits) {
   float m = 0.0f;
@@ -169,7 +220,28 @@ void launch(const T* x, std::size_t rows, std::size_t cols, bool per_row, int8_t
             unsigned int* amax_bits, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
   if (per_row) {
-    if (sizeof(T) == 4 && cols % 4 == 0 && cols <= 4 * 256 * 8)  // float16 rows fit L1: two passes are faster
+    // Block size for the register-resident row kernels; QS_QROW_THREADS=128|256|512|1024 forces one (tuning).
+    const char* force = std::getenv("QS_QROW_THREADS");
+    const int nt = force ? std::atoi(force) : 256;
+    if constexpr (sizeof(T) == 2) {
+      if (cols % 8 == 0 && cols <= std::size_t(8) * nt * 4 && (nt == 128 || nt == 256 || nt == 512 || nt == 1024)) {
+        const auto* xh = reinterpret_cast<const __half*>(x);
+        if (cols <= std::size_t(8) * nt) quantize_rows_reg16_kernel<1><<<unsigned(rows), nt, 0, stream>>>(xh, cols, q, scales);
+        else if (cols <= std::size_t(16) * nt) quantize_rows_reg16_kernel<2><<<unsigned(rows), nt, 0, stream>>>(xh, cols, q, scales);
+        else quantize_rows_reg16_kernel<4><<<unsigned(rows), nt, 0, stream>>>(xh, cols, q, scales);
+        check(cudaGetLastError(), "kernel launch");
+        return;
+      }
+    }
+    if (sizeof(T) == 4 && cols % 4 == 0 && cols <= std::size_t(4) * nt * 8 && nt != 256 &&
+        (nt == 128 || nt == 512 || nt == 1024)) {
+      if (cols <= std::size_t(4) * nt * 2) quantize_rows_reg_kernel<T, 2><<<unsigned(rows), nt, 0, stream>>>(x, cols, q, scales);
+      else if (cols <= std::size_t(4) * nt * 4) quantize_rows_reg_kernel<T, 4><<<unsigned(rows), nt, 0, stream>>>(x, cols, q, scales);
+      else quantize_rows_reg_kernel<T, 8><<<unsigned(rows), nt, 0, stream>>>(x, cols, q, scales);
+      check(cudaGetLastError(), "kernel launch");
+      return;
+    }
+    if (sizeof(T) == 4 && cols % 4 == 0 && cols <= 4 * 256 * 8)
       quantize_rows_reg_kernel<T, 8><<<unsigned(rows), 256, 0, stream>>>(x, cols, q, scales);
     else
       quantize_rows_kernel<T><<<unsigned(rows), 256, 0, stream>>>(x, cols, q, scales);

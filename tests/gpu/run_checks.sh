@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU machine's checks in one command (no Qt there): build core + CLI with CUDA, run the CLI
-# tests, the CUDA self-test, the quantize / GEMM / analyze benchmarks and the independent oracles
-# (numpy, ml_dtypes). Usage: tests/gpu/run_checks.sh OUT_DIR [extra cmake args]
+# tests, the CUDA self-test (GEMM and backward cases included), the quantize / GEMM / analyze benchmarks
+# and the independent oracles (numpy, ml_dtypes, torch for GEMM timings). Usage: tests/gpu/run_checks.sh OUT_DIR [extra cmake args]
 #   OUT_DIR receives one log per step; a summary goes to stdout.
 # Needs: cmake, ninja, nvcc, Eigen; CLI11 and nlohmann-json headers (pass -DQS_DEPS_DIR=<prefix>
 # -DCMAKE_PREFIX_PATH=<prefix> where they are not installed); python3 with numpy and ml_dtypes.
@@ -23,6 +23,11 @@ done; done | tee "$out/bench_quantize_int8_cuda.csv"
 for r in nearest stochastic; do
   $cli bench quantize --backend cpu --format e4m3fn --n 67108864 --threads 1 --rounding $r 2>/dev/null
 done | tee "$out/bench_quantize_cpu.csv"
+# GEMM on the GPU: cuBLAS / cuBLASLt baselines and our kernels, ratios against int8-cublaslt on stderr;
+# torch._int_mm and torch.matmul as an independent timing of the same shapes.
+$cli bench gemm --backend cuda --sizes 4096,8192 --shape 16x4096x4096 --shape 2048x4096x11008 \
+  2> "$out/bench_gemm_cuda.log" | tee "$out/bench_gemm_cuda.csv"; grep -E "FAILED|cublaslt$" "$out/bench_gemm_cuda.log" | head
+python3 tests/gpu/torch_gemm_oracle.py 4096 8192 16x4096x4096 > "$out/torch_gemm.csv" 2>&1; cat "$out/torch_gemm.csv"
 $cli bench gemm --backend cpu --threads 1 --sizes 1024,2048 --shape 1x4096x4096 --shape 16x4096x4096 2>/dev/null | tee "$out/bench_gemm_cpu.csv"
 $cli bench analyze --size-mb 1024 --tensors 256 --threads 1 | tee "$out/bench_analyze.csv"
 python3 tests/oracle/check_ml_dtypes.py $cli "$(mktemp -d)" > "$out/oracle_ml_dtypes.log" 2>&1; tail -1 "$out/oracle_ml_dtypes.log"
