@@ -136,35 +136,48 @@ void run_cuda_selftest(const std::function<void(const SelftestCase&)>& report) {
     if (i % 1009 == 17) xs[i] = NAN;
     if (i % 1499 == 29) xs[i] = INFINITY;
   }
+  std::vector<std::string> schemes;
   for (const char* fmt : {"e4m3fn", "e5m2", "e2m1fn", "int8", "bf16"})
     for (const char* gran : {"tensor", "channel:0", "channel:1", "channel:-1", "block:32", "block:16", "block:32:e8m0fnu"})
-      for (Rounding r : {Rounding::Nearest, Rounding::Stochastic}) {
-        EncodeOptions opt;
-        opt.rounding = r;
-        opt.seed = 77;
-        const Scheme sch = parse_scheme(std::string(fmt) + "/" + gran, opt);
-        std::vector<float> y_cpu(xs.size()), y_dev(xs.size());
-        const SchemeOutput o_cpu = apply_scheme(sch, xs.data(), shape, y_cpu.data(), 2);
-        const SchemeOutput o_dev = cuda::apply_scheme_cuda(sch, xs.data(), shape, y_dev.data());
-        SelftestCase c;
-        c.name = sch.text + "/" + to_string(r) + "/cuda";
-        c.passed = true;
-        for (std::size_t i = 0; i < xs.size() && c.passed; ++i) {
-          uint32_t a, b;
-          std::memcpy(&a, &y_cpu[i], 4);
-          std::memcpy(&b, &y_dev[i], 4);
-          if (a != b && !(std::isnan(y_cpu[i]) && std::isnan(y_dev[i]))) {
-            c.passed = false;
-            c.detail = "element " + std::to_string(i) + " differs from apply_scheme";
-          }
-        }
-        if (c.passed && (o_cpu.stats.overflow != o_dev.stats.overflow || o_cpu.stats.underflow != o_dev.stats.underflow ||
-                         o_cpu.stats.nan != o_dev.stats.nan)) {
+      schemes.push_back(std::string(fmt) + "/" + gran);
+  // Unsigned affine integers (scale and zero point per group) and two-level NVFP4-style block scales.
+  for (const char* fmt : {"uint8", "uint4"})
+    for (const char* gran : {"tensor", "channel:0", "channel:-1", "block:32", "block:16"})
+      schemes.push_back(std::string(fmt) + "/" + gran);
+  for (const char* sch : {"e2m1fn/block:16:e4m3fn", "e2m1fn/block:32:e4m3fn", "int4/block:16:e4m3fn", "e4m3fn/block:16:e5m2"})
+    schemes.push_back(sch);
+  for (const std::string& text : schemes)
+    for (Rounding r : {Rounding::Nearest, Rounding::Stochastic}) {
+      EncodeOptions opt;
+      opt.rounding = r;
+      opt.seed = 77;
+      const Scheme sch = parse_scheme(text, opt);
+      std::vector<float> y_cpu(xs.size()), y_dev(xs.size());
+      const SchemeOutput o_cpu = apply_scheme(sch, xs.data(), shape, y_cpu.data(), 2);
+      const SchemeOutput o_dev = cuda::apply_scheme_cuda(sch, xs.data(), shape, y_dev.data());
+      SelftestCase c;
+      c.name = sch.text + "/" + to_string(r) + "/cuda";
+      c.passed = true;
+      for (std::size_t i = 0; i < xs.size() && c.passed; ++i) {
+        uint32_t a, b;
+        std::memcpy(&a, &y_cpu[i], 4);
+        std::memcpy(&b, &y_dev[i], 4);
+        if (a != b && !(std::isnan(y_cpu[i]) && std::isnan(y_dev[i]))) {
           c.passed = false;
-          c.detail = "stats differ from apply_scheme";
+          c.detail = "element " + std::to_string(i) + " differs from apply_scheme";
         }
-        report(c);
       }
+      if (c.passed && (o_cpu.stats.overflow != o_dev.stats.overflow || o_cpu.stats.underflow != o_dev.stats.underflow ||
+                       o_cpu.stats.nan != o_dev.stats.nan)) {
+        c.passed = false;
+        c.detail = "stats differ from apply_scheme";
+      }
+      if (c.passed && (o_cpu.amax != o_dev.amax || o_cpu.groups != o_dev.groups || o_cpu.tensor_scale != o_dev.tensor_scale)) {
+        c.passed = false;
+        c.detail = "amax, group count or tensor scale differs from apply_scheme";
+      }
+      report(c);
+    }
 }
 }  // namespace
 #endif
