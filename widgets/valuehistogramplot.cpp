@@ -1,0 +1,231 @@
+// ValueHistogramPlot: a step histogram of the values over [lo, hi]; under it, each scheme's grid as an
+// impulse rug on its own hidden axis, so the bands never overlap whatever the count axis does.
+// Exercise: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_errorpanel` (writes /tmp/qs-errorpanel.png).
+#include "valuehistogramplot.h"
+
+#include "errortext.h"
+#include "legendbelow.h"
+#include "plotexport.h"
+
+#include <QToolTip>
+
+#include <algorithm>
+#include <cmath>
+
+namespace {
+
+const QColor kHistColor(90, 110, 140);
+
+// Count ticks from 0 (or 1 on the log axis) up: the rugs live below, where counts mean nothing.
+class CountTicker : public QCPAxisTicker {
+protected:
+  QVector<double> createTickVector(double step, const QCPRange& range) override {
+    QVector<double> t = QCPAxisTicker::createTickVector(step, range);
+    t.erase(std::remove_if(t.begin(), t.end(), [](double v) { return v < 0; }), t.end());
+    return t;
+  }
+};
+class LogCountTicker : public QCPAxisTickerLog {
+protected:
+  QVector<double> createTickVector(double step, const QCPRange& range) override {
+    QVector<double> t = QCPAxisTickerLog::createTickVector(step, range);
+    t.erase(std::remove_if(t.begin(), t.end(), [](double v) { return v < 1; }), t.end());
+    return t;
+  }
+};
+constexpr double kBandFraction = 0.065;  // of the plot height, per scheme
+constexpr double kMaxStrip = 0.32;
+
+}  // namespace
+
+ValueHistogramPlot::ValueHistogramPlot(QWidget* parent) : QCustomPlot(parent) {
+  setMinimumSize(420, 280);
+  setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  setMouseTracking(true);  // hover tips
+  axisRect()->setRangeDrag(Qt::Horizontal);
+  axisRect()->setRangeZoom(Qt::Horizontal);
+  setNoAntialiasingOnDrag(true);
+
+  plotLayout()->insertRow(0);
+  plotLayout()->insertRow(1);
+  m_title = new QCPTextElement(this, QStringLiteral("Values"), QFont(font().family(), 11, QFont::Bold));
+  m_subtitle = new QCPTextElement(this, QString(), QFont(font().family(), 9));
+  m_subtitle->setTextColor(QColor(70, 70, 70));
+  m_title->setMargins(QMargins(0, 6, 0, 0));
+  m_subtitle->setMargins(QMargins(0, 1, 0, 3));
+  plotLayout()->addElement(0, 0, m_title);
+  plotLayout()->addElement(1, 0, m_subtitle);
+
+  xAxis->setLabel(QStringLiteral("value"));
+  yAxis->setLabel(QStringLiteral("count"));
+  for (QCPAxis* a : {xAxis, yAxis}) {
+    a->grid()->setPen(QPen(QColor(225, 225, 225), 0, Qt::DotLine));
+    a->setLabelFont(QFont(font().family(), 9));
+  }
+  yAxis->setNumberFormat(QStringLiteral("gb"));
+  yAxis->setTicker(QSharedPointer<CountTicker>::create());
+  yAxis->setSubTicks(false);
+
+  m_histGraph = addGraph();
+  m_histGraph->setName(QStringLiteral("values"));
+  m_histGraph->setLineStyle(QCPGraph::lsStepCenter);
+  m_histGraph->setPen(QPen(kHistColor, 1.2));
+  m_histGraph->setBrush(QColor(kHistColor.red(), kHistColor.green(), kHistColor.blue(), 60));
+
+  legend->setVisible(true);
+  legend->setBrush(QColor(255, 255, 255, 225));
+  legend->setBorderPen(QPen(QColor(200, 200, 200)));
+  legend->setFont(QFont(font().family(), 8));
+  placeLegendBelow(this);
+
+  connect(this, &QCustomPlot::mouseDoubleClick, this, &ValueHistogramPlot::resetView);
+  connect(this, &QCustomPlot::mouseMove, this, &ValueHistogramPlot::showTip);
+  clearHistogram(QStringLiteral("no tensor selected"));
+}
+
+void ValueHistogramPlot::setHistogram(const qs::LinearHistogram& h, const QString& name) {
+  m_hist = h;
+  m_name = name;
+  const int bins = h.bins();
+  QVector<double> keys(bins), values(bins);
+  m_maxCount = 0;
+  for (int k = 0; k < bins; ++k) {
+    keys[k] = 0.5 * (h.bin_lo(k) + h.bin_hi(k));
+    values[k] = double(h.counts[std::size_t(k)]);
+    m_maxCount = std::max(m_maxCount, values[k]);
+    if (m_log && values[k] == 0) values[k] = std::nan("");  // a gap on the log axis
+  }
+  m_histGraph->setData(keys, values, true);
+  m_histGraph->setName(QStringLiteral("values (%1 bins)").arg(bins));
+
+  m_title->setText(name.isEmpty() ? QStringLiteral("Values") : QStringLiteral("Values of %1").arg(name));
+  const uint64_t finite = h.total() - h.nan - h.pos_inf - h.neg_inf;
+  QString text = QStringLiteral("%1 values in [%2, %3]")
+                     .arg(errortext::count(finite), errortext::value(h.lo), errortext::value(h.hi));
+  if (h.below || h.above)
+    text += QStringLiteral("; %1 below, %2 above").arg(errortext::count(h.below), errortext::count(h.above));
+  const uint64_t special = h.nan + h.pos_inf + h.neg_inf;
+  if (special)
+    text += QStringLiteral("\n%1 NaN, %2 +inf, %3 −inf: counted, not drawn")
+                .arg(errortext::count(h.nan), errortext::count(h.pos_inf), errortext::count(h.neg_inf));
+  m_subtitle->setText(text);
+  m_subtitle->setTextColor(special ? QColor(183, 28, 28) : QColor(70, 70, 70));
+  rebuildRange();
+  resetView();
+}
+
+void ValueHistogramPlot::clearHistogram(const QString& why) {
+  m_hist = qs::LinearHistogram{};
+  m_name.clear();
+  m_maxCount = 0;
+  m_histGraph->data()->clear();
+  m_title->setText(QStringLiteral("Values"));
+  m_subtitle->setText(why);
+  m_subtitle->setTextColor(QColor(70, 70, 70));
+  setGrids({});
+}
+
+QCPGraph* ValueHistogramPlot::gridGraph(int index) const {
+  return index >= 0 && index < m_gridGraphs.size() ? m_gridGraphs[index] : nullptr;
+}
+
+void ValueHistogramPlot::setGrids(const QVector<Grid>& grids) {
+  for (QCPGraph* g : m_gridGraphs) removeGraph(g);
+  m_gridGraphs.clear();
+  m_grids = grids;
+  while (m_rugAxes.size() < grids.size()) {
+    QCPAxis* a = axisRect()->addAxis(QCPAxis::atRight);
+    a->setVisible(false);
+    m_rugAxes << a;
+  }
+  for (int i = 0; i < grids.size(); ++i) {
+    const Grid& g = grids[i];
+    QCPGraph* graph = addGraph(xAxis, m_rugAxes[i]);
+    graph->setLineStyle(QCPGraph::lsImpulse);
+    graph->setPen(QPen(g.color, g.values.size() > 2000 ? 0.6 : 1.2));
+    graph->setData(g.values, QVector<double>(g.values.size(), 1.0), true);
+    // Few values (4- and 6-bit formats): a dot on each tick makes them easy to count.
+    if (g.values.size() <= 64) graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, g.color, 4));
+    graph->setName(QStringLiteral("%1 grid (%2 values): %3").arg(g.scheme).arg(g.values.size()).arg(g.note));
+    m_gridGraphs << graph;
+  }
+  rebuildRange();
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ValueHistogramPlot::setLogCounts(bool on) {
+  if (on == m_log) return;
+  m_log = on;
+  // A fill on the log axis would run down through the rugs: the outline alone reads fine there.
+  m_histGraph->setBrush(on ? QBrush(Qt::NoBrush) : QBrush(QColor(kHistColor.red(), kHistColor.green(), kHistColor.blue(), 60)));
+  yAxis->setScaleType(on ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+  if (on) yAxis->setTicker(QSharedPointer<LogCountTicker>::create());
+  else yAxis->setTicker(QSharedPointer<CountTicker>::create());
+  if (m_hist.bins() > 0) setHistogram(m_hist, m_name);
+  else rebuildRange();
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+// The count axis leaves the bottom strip to the rugs; each rug axis maps [0, 1] onto its own band.
+void ValueHistogramPlot::rebuildRange() {
+  const int k = int(m_grids.size());
+  const double strip = std::min(kMaxStrip, kBandFraction * k);
+  const double top = std::max(m_maxCount, 1.0) * (m_log ? 3.0 : 1.12);
+  if (m_log) {
+    // With the strip fraction s at the bottom, count 0.8 sits at s: lo = (0.8 / top^s)^(1 / (1 - s)).
+    const double lo = strip > 0 ? std::pow(0.8 / std::pow(top, strip), 1.0 / (1.0 - strip)) : 0.5;
+    yAxis->setRange(lo, top);
+  } else {
+    yAxis->setRange(-top * strip / (1.0 - strip), top);
+  }
+  for (int i = 0; i < m_rugAxes.size(); ++i) {
+    if (i >= k) {
+      m_rugAxes[i]->setRange(10, 11);  // unused: out of view
+      continue;
+    }
+    const double band = strip / k, gap = band * 0.12;
+    const double f0 = strip - band * (i + 1) + gap, f1 = strip - band * i - gap;  // first scheme on top
+    const double span = 1.0 / (f1 - f0);
+    m_rugAxes[i]->setRange(-f0 * span, (1.0 - f0) * span);
+  }
+}
+
+void ValueHistogramPlot::resetView() {
+  if (m_hist.bins() > 0) {
+    const double pad = 0.02 * (m_hist.hi - m_hist.lo);
+    xAxis->setRange(m_hist.lo - pad, m_hist.hi + pad);
+  } else {
+    xAxis->setRange(-1, 1);
+  }
+  rebuildRange();
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ValueHistogramPlot::showTip(QMouseEvent* event) {
+  const int bins = m_hist.bins();
+  if (bins == 0 || !axisRect()->rect().contains(event->pos())) return;
+  const double x = xAxis->pixelToCoord(event->pos().x());
+  if (x < m_hist.lo || x > m_hist.hi) return;
+  const int k = std::min(int((x - m_hist.lo) / m_hist.bin_width()), bins - 1);
+  QToolTip::showText(event->globalPosition().toPoint(),
+                     QStringLiteral("[%1, %2): %3 values")
+                         .arg(errortext::value(m_hist.bin_lo(k), 6), errortext::value(m_hist.bin_hi(k), 6),
+                              errortext::count(m_hist.counts[std::size_t(k)])),
+                     this);
+}
+
+QByteArray ValueHistogramPlot::csv() const {
+  QByteArray out("series,bin_lo,bin_hi,count\n");
+  for (int k = 0; k < m_hist.bins(); ++k)
+    out += "values," + plotexport::number(m_hist.bin_lo(k)) + ',' + plotexport::number(m_hist.bin_hi(k)) + ',' +
+           QByteArray::number(qulonglong(m_hist.counts[std::size_t(k)])) + '\n';
+  const std::pair<const char*, uint64_t> extra[] = {{"below", m_hist.below}, {"above", m_hist.above}, {"nan", m_hist.nan},
+                                                    {"+inf", m_hist.pos_inf}, {"-inf", m_hist.neg_inf}};
+  if (m_hist.bins() > 0)
+    for (const auto& [name, n] : extra) out += QByteArray(name) + ",,," + QByteArray::number(qulonglong(n)) + '\n';
+  for (const Grid& g : m_grids) {
+    const QByteArray series = "grid:" + g.scheme.toUtf8();
+    for (double v : g.values) out += series + ',' + plotexport::number(v) + ',' + plotexport::number(v) + ",\n";
+  }
+  return out;
+}
