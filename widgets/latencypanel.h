@@ -1,5 +1,8 @@
-// LatencyPanel: the "Latency" tab — a live fp32-vs-int8 GEMM sweep (qs::bench_gemm_cpu) plotted as median
-// time, GOP/s and speedup over fp32-eigen against the square size M = K = N, one graph per kernel.
+// LatencyPanel: the "Latency" tab — a live fp32-vs-int8 GEMM sweep (qs::bench_gemm_cpu, and with a GPU
+// qs::cuda::bench_gemm_cuda) plotted as median time, GOP/s and speedup over the fp32 baseline (fp32-eigen
+// on the CPU, fp32-cublas on the GPU) against the square size M = K = N, one graph per kernel. A backend
+// selector offers the CPU kernels, the CUDA kernels or both; without a GPU its CUDA entries are greyed
+// out with "no GPU".
 // Exercise: the Latency tab of `quantscope`, or `QT_QPA_PLATFORM=offscreen ./build/tst_latencypanel`.
 #pragma once
 
@@ -17,6 +20,7 @@
 
 class QCustomPlot;
 class QCPGraph;
+class QComboBox;
 class QLabel;
 class QLineEdit;
 class QListWidget;
@@ -30,11 +34,21 @@ class LatencyPanel : public QWidget {
 
 public:
   enum class Plot { Time, Gops, Speedup };
+  enum class Backend { Cpu, Cuda, Both };
+
+  // Whether the CUDA backend can run here (a CUDA build and a device), and the one-line reason if not.
+  static bool cudaAvailable();
+  static QString cudaStatus();  // the device, e.g. "NVIDIA H100 80GB HBM3 (sm_90, 81079 MiB)", or "no GPU: ..."
+  Backend backend() const { return m_backend; }
+  // Lists the kernels of `b` (the checked ones reset to the defaults). Returns false, changing nothing,
+  // for Cuda / Both without a device or while a sweep runs.
+  bool setBackend(Backend b);
 
   explicit LatencyPanel(QWidget* parent = nullptr);
   ~LatencyPanel() override;  // cancels a running sweep and waits for it
 
-  // What the benchmark offers on this machine and build (fp32-eigen first), and the ones checked.
+  // What the benchmark offers for the current backend (fp32-eigen first on the CPU; fp32-cublas and
+  // int8-cublaslt, the baselines, first on the GPU), and the ones checked.
   QStringList availableKernels() const;
   QStringList selectedKernels() const;
   // The sizes field parsed: ascending, distinct, positive; empty with *error set when it does not parse.
@@ -55,6 +69,7 @@ public:
   bool exportCsv(const QString& path, QString* error = nullptr) const;
   QByteArray csv() const;  // the rows, as `bench gemm` prints them
   static QStringList plotSuffixes();  // "png", "pdf", and "svg" when built with Qt SVG
+  void exportInteractive(Plot which);  // file dialog, then exportPlot
 
 public slots:
   // Starts a sweep of square shapes on a worker thread (QtConcurrent + QPromise); the controls are
@@ -83,10 +98,13 @@ private:
   void rescale();
   void onFinished();
   void setControlsRunning(bool running);
-  void exportInteractive(Plot which);
   void exportCsvInteractive();
   void showStatus(const QString& text, bool error = false);
 
+  void populateKernels();
+
+  QComboBox* m_backendCombo = nullptr;
+  Backend m_backend = Backend::Cpu;
   QListWidget* m_kernelList = nullptr;
   QLineEdit* m_sizesEdit = nullptr;
   QSpinBox* m_threadsSpin = nullptr;

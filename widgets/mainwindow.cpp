@@ -1,138 +1,272 @@
-// MainWindow: assembles the views and wires the format picker to the grid plot.
-// Exercise: `quantscope --format e2m1fn`, or headless `QT_QPA_PLATFORM=offscreen quantscope --screenshot x.png`.
+// MainWindow: assembles the panels and wires data → schemes → views; menus, drag and drop, demos,
+// report export and persisted settings. Exercise: `quantscope`, tests/tst_mainwindow.cpp.
 #include "mainwindow.h"
 
-#include <QCheckBox>
-#include <QComboBox>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDateTime>
+#include <QDeadlineTimer>
 #include <QDir>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFrame>
-#include <QGridLayout>
-#include <QHash>
+#include <QHBoxLayout>
+#include <QJsonDocument>
 #include <QLabel>
-#include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QRegularExpression>
-#include <QSignalBlocker>
-#include <QStandardItemModel>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QThread>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <cstdio>
 
 #include "cuda/device.h"
+#include "dataloader.h"
+#include "errorpanel.h"
 #include "format/encode_simd.h"
-#include "format/format.h"
 #include "formatgridplot.h"
+#include "formatspanel.h"
 #include "latencypanel.h"
+#include "plotexport.h"
+#include "reportwriter.h"
+#include "schemelist.h"
+#include "setupdock.h"
+#include "sqnrheatmap.h"
+#include "trainingpanel.h"
+#include "valueinspector.h"
 
 namespace {
-
-QString describe(const qs::Format& f) {
-  if (f.is_int()) return QStringLiteral("%1-bit integer, range up to %2").arg(f.bits).arg(f.max_finite);
-  return QStringLiteral("%1-bit float, E%2 M%3, bias %4, max %5")
-      .arg(f.bits)
-      .arg(f.ebits)
-      .arg(f.mbits)
-      .arg(f.bias)
-      .arg(f.max_finite, 0, 'g', 6);
-}
-
+const QStringList kTabNames = {QStringLiteral("Formats"), QStringLiteral("Error"), QStringLiteral("Model"),
+                               QStringLiteral("Training"), QStringLiteral("Latency")};
+constexpr int kMaxRecent = 10;
 }  // namespace
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+MainWindow::MainWindow(QWidget* parent, bool persistent) : QMainWindow(parent), m_persistent(persistent) {
   setWindowTitle(QStringLiteral("QuantScope"));
-  m_tabs = new QTabWidget(this);
+  setObjectName(QStringLiteral("mainWindow"));
+  setAcceptDrops(true);
+  setDockNestingEnabled(true);
+
+  m_loader = new DataLoader(this);
+  m_formats = new FormatsPanel;
+  m_error = new ErrorPanel;
+  m_error->setObjectName(QStringLiteral("errorPanel"));
+  m_heatmap = new SqnrHeatmap;
+  m_heatmap->setObjectName(QStringLiteral("sqnrHeatmap"));
+  m_training = new TrainingPanel;
+  m_training->setObjectName(QStringLiteral("trainingPanel"));
+  m_latency = new LatencyPanel;
+  m_latency->setObjectName(QStringLiteral("latencyPanel"));
+
+  m_tabs = new QTabWidget;
+  m_tabs->setObjectName(QStringLiteral("viewTabs"));
   m_tabs->setDocumentMode(true);
-  // Later views (Error, Training, Latency) add their own tabs next to this one.
-  m_tabs->addTab(buildFormatsTab(), QStringLiteral("Formats"));
-  m_tabs->addTab(new LatencyPanel, QStringLiteral("Latency"));
-  setCentralWidget(m_tabs);
+  m_tabs->addTab(m_formats, kTabNames[0]);
+  m_tabs->addTab(m_error, kTabNames[1]);
+  m_tabs->addTab(m_heatmap, kTabNames[2]);
+  m_tabs->addTab(m_training, kTabNames[3]);
+  m_tabs->addTab(m_latency, kTabNames[4]);
+  m_tabs->setTabToolTip(0, QStringLiteral("What a format can represent: values, spacing, bits"));
+  m_tabs->setTabToolTip(1, QStringLiteral("What each scheme does to the current tensor"));
+  m_tabs->setTabToolTip(2, QStringLiteral("SQNR of every tensor of a model file under every scheme"));
+
+  auto* central = new QWidget;
+  auto* cl = new QVBoxLayout(central);
+  cl->setContentsMargins(0, 0, 0, 0);
+  cl->setSpacing(0);
+  cl->addWidget(buildDemoBar());
+  cl->addWidget(m_tabs, 1);
+  setCentralWidget(central);
+
+  m_setup = new SetupDock(this);
+  addDockWidget(Qt::LeftDockWidgetArea, m_setup);
+  m_log = new QPlainTextEdit;
+  m_log->setObjectName(QStringLiteral("logView"));
+  m_log->setReadOnly(true);
+  m_log->setMaximumBlockCount(5000);
+  auto* logDock = new QDockWidget(QStringLiteral("Log"), this);
+  logDock->setObjectName(QStringLiteral("logDock"));
+  logDock->setWidget(m_log);
+  addDockWidget(Qt::BottomDockWidgetArea, logDock);
+  resizeDocks({logDock}, {90}, Qt::Vertical);
+
   buildMenus();
   buildStatusBar();
-  resize(1100, 700);
+
+  connect(m_setup, &SetupDock::syntheticChanged, this, &MainWindow::reloadData);
+  connect(m_setup, &SetupDock::tensorChosen, this, [this](const QString& path, const QString& tensor) {
+    log(QStringLiteral("Loading %1 from %2").arg(tensor, QDir::toNativeSeparators(path)));
+    m_loader->loadTensor(path, tensor);
+  });
+  connect(m_setup, &SetupDock::openRequested, this, &MainWindow::openFileDialog);
+  connect(m_setup, &SetupDock::fileAnalysisRequested, this, [this](const QString& path) {
+    std::vector<qs::Scheme> schemes;
+    QString why;
+    if (!m_setup->schemeList()->schemes(&schemes, &why)) return showError(QStringLiteral("Invalid scheme"), why);
+    m_tabs->setCurrentWidget(m_heatmap);
+    m_heatmap->analyzeFile(path, schemes);
+  });
+  connect(m_setup->schemeList(), &SchemeList::schemesChanged, this, &MainWindow::applySchemes);
+  connect(m_loader, &DataLoader::loaded, this, &MainWindow::onTensorLoaded);
+  connect(m_loader, &DataLoader::fileListed, this,
+          [this](const QString& path, const QString& kind, const std::vector<qs::TensorInfo>& tensors) {
+            m_setup->addFile(path, kind, tensors);
+            addRecent(path);
+            log(QStringLiteral("Opened %1: %2 tensors (%3)").arg(QDir::toNativeSeparators(path)).arg(tensors.size()).arg(kind));
+            if (m_pendingFile == path) {
+              const QString tensor = m_pendingTensor;
+              m_pendingFile.clear();
+              if (m_setup->selectTensor(path, tensor)) m_loader->loadTensor(path, tensor);
+              else showError(QStringLiteral("Cannot show the tensor"), QStringLiteral("%1: no tensor named '%2'").arg(path, tensor));
+            }
+          });
+  connect(m_loader, &DataLoader::failed, this,
+          [this](const QString& message) { showError(QStringLiteral("Cannot load the data"), message); });
+  connect(m_loader, &DataLoader::busyChanged, this, &MainWindow::setBusy);
+  connect(m_error, &ErrorPanel::message, this, &MainWindow::log);
+  connect(m_heatmap, &SqnrHeatmap::tensorActivated, this, [this](const QString& path, const QString& tensor, int) {
+    if (!m_setup->files().contains(path)) {
+      m_pendingFile = path;
+      m_pendingTensor = tensor;
+      m_loader->listFile(path);
+    } else if (m_setup->selectTensor(path, tensor)) {
+      m_loader->loadTensor(path, tensor);
+    }
+    m_tabs->setCurrentWidget(m_error);
+  });
+  connect(m_heatmap, &SqnrHeatmap::failed, this,
+          [this](const QString& message) { showError(QStringLiteral("Cannot analyse the file"), message); });
+
+  resize(1400, 860);
+  if (m_persistent) restorePersistent();
+  applySchemes();
+  reloadData();
 }
 
-QWidget* MainWindow::buildFormatsTab() {
-  auto* page = new QWidget;
-  m_formatCombo = new QComboBox;
-  m_formatCombo->setObjectName(QStringLiteral("formatCombo"));
-  m_formatCombo->setPlaceholderText(QStringLiteral("(custom)"));  // shown while a custom spec rules
-  m_formatCombo->setMinimumContentsLength(16);
-  m_formatCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  for (const qs::Format& f : qs::named_formats()) {
-    const QString name = QString::fromStdString(f.name);
-    m_formatCombo->addItem(name, name);
-    m_formatCombo->setItemData(m_formatCombo->count() - 1, describe(f), Qt::ToolTipRole);
-  }
-  m_formatCombo->insertSeparator(m_formatCombo->count());
-  m_formatCombo->addItem(QStringLiteral("8-bit sweep (training studies)"));
-  if (auto* model = qobject_cast<QStandardItemModel*>(m_formatCombo->model()))
-    model->item(m_formatCombo->count() - 1)->setEnabled(false);  // a header, not a choice
-  for (const std::string& spec : qs::sweep_8bit_specs()) {
-    const qs::Format f = qs::parse_format(spec);  // the table's own specs: cannot fail
-    const QString name = QString::fromStdString(spec);
-    m_formatCombo->addItem(QStringLiteral("  ") + name, QString::fromStdString(f.name));
-    m_formatCombo->setItemData(m_formatCombo->count() - 1, describe(f), Qt::ToolTipRole);
-  }
+MainWindow::~MainWindow() = default;
 
-  m_customSpec = new QLineEdit;
-  m_customSpec->setObjectName(QStringLiteral("customSpecEdit"));
-  m_customSpec->setPlaceholderText(QStringLiteral("custom spec, e.g. e3m3:bias=2:specials=none"));
-  m_customSpec->setClearButtonEnabled(true);
-  m_specMessage = new QLabel;
-  m_specMessage->setObjectName(QStringLiteral("specMessageLabel"));
-  m_specMessage->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  m_specMessage->setMinimumHeight(m_specMessage->fontMetrics().height());  // no jump on errors
-
-  m_logScale = new QCheckBox(QStringLiteral("Log scale"));
-  m_logScale->setObjectName(QStringLiteral("logScaleCheck"));
-  m_logScale->setToolTip(QStringLiteral("Log axis of |value|: shows every binade, down to the subnormals"));
-
-  m_plot = new FormatGridPlot;
-  m_plot->setObjectName(QStringLiteral("formatGridPlot"));
-
-  auto* grid = new QGridLayout;
-  grid->addWidget(new QLabel(QStringLiteral("Format:")), 0, 0);
-  grid->addWidget(m_formatCombo, 0, 1);
-  grid->addItem(new QSpacerItem(16, 0), 0, 2);
-  grid->addWidget(new QLabel(QStringLiteral("Custom:")), 0, 3);
-  grid->addWidget(m_customSpec, 0, 4);
-  grid->addItem(new QSpacerItem(16, 0), 0, 5);
-  grid->addWidget(m_logScale, 0, 6);
-  grid->addWidget(m_specMessage, 1, 4, 1, 3);
-  grid->setColumnStretch(4, 1);
-  grid->setVerticalSpacing(2);
-
-  auto* layout = new QVBoxLayout(page);
-  layout->setContentsMargins(10, 8, 10, 4);
-  layout->addLayout(grid);
-  layout->addWidget(m_plot, 1);
-
-  connect(m_formatCombo, &QComboBox::currentIndexChanged, this, &MainWindow::applyComboEntry);
-  connect(m_customSpec, &QLineEdit::textChanged, this, &MainWindow::applyCustomSpec);
-  connect(m_logScale, &QCheckBox::toggled, m_plot, &FormatGridPlot::setLogScale);
-  showSpecHint();
-  syncComboTo(QString::fromStdString(m_plot->format().name));
-  return page;
+QWidget* MainWindow::buildDemoBar() {
+  m_demoBar = new QFrame;
+  m_demoBar->setObjectName(QStringLiteral("demoBar"));
+  m_demoBar->setStyleSheet(QStringLiteral("#demoBar { background: #fff8e1; border-bottom: 1px solid #e0c97f; }"));
+  m_demoTitle = new QLabel;
+  m_demoTitle->setObjectName(QStringLiteral("demoTitle"));
+  m_demoText = new QLabel;
+  m_demoText->setObjectName(QStringLiteral("demoText"));
+  m_demoText->setWordWrap(true);
+  m_demoText->setTextFormat(Qt::RichText);
+  auto* close = new QToolButton;
+  close->setText(QStringLiteral("✕"));
+  close->setToolTip(QStringLiteral("Hide the explanation"));
+  connect(close, &QToolButton::clicked, m_demoBar, &QWidget::hide);
+  auto* text = new QVBoxLayout;
+  text->addWidget(m_demoTitle);
+  text->addWidget(m_demoText);
+  auto* layout = new QHBoxLayout(m_demoBar);
+  layout->setContentsMargins(12, 6, 8, 6);
+  layout->addLayout(text, 1);
+  layout->addWidget(close, 0, Qt::AlignTop);
+  m_demoBar->hide();
+  return m_demoBar;
 }
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(QStringLiteral("&File"));
+  file->addAction(QStringLiteral("&Open…"), QKeySequence::Open, this, &MainWindow::openFileDialog);
+  m_recentMenu = file->addMenu(QStringLiteral("Open &Recent"));
+  file->addSeparator();
   QAction* exportAction = file->addAction(QStringLiteral("&Export plot…"), this, &MainWindow::exportPlot);
   exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
-  exportAction->setStatusTip(QStringLiteral("Save the plot as an image or document, or its data as CSV"));
+  exportAction->setStatusTip(QStringLiteral("Save the current view's plot as PNG, PDF or SVG, or its data as CSV"));
+  file->addAction(QStringLiteral("Export &report…"), this, &MainWindow::exportReportInteractive);
+  file->addSeparator();
+  file->addAction(QStringLiteral("Load settings…"), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Load settings"), QDir::homePath(),
+                                                      QStringLiteral("QuantScope settings (*.json)"));
+    if (path.isEmpty()) return;
+    QFile f(path);
+    QString why;
+    ViewSettings s;
+    if (!f.open(QIODevice::ReadOnly)) why = f.errorString();
+    else {
+      QJsonParseError pe;
+      const QJsonDocument doc = QJsonDocument::fromJson(f.readAll(), &pe);
+      if (!doc.isObject()) why = pe.errorString();
+      else if (ViewSettings::fromJson(doc.object(), &s, &why) && applySettings(s, &why)) return;
+    }
+    showError(QStringLiteral("Cannot load settings"), QStringLiteral("%1: %2").arg(path, why));
+  });
+  file->addAction(QStringLiteral("Save settings…"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Save settings"),
+                                                      QDir::home().filePath(QStringLiteral("settings.json")),
+                                                      QStringLiteral("QuantScope settings (*.json)"));
+    QString why;
+    if (!path.isEmpty() &&
+        !plotexport::writeFileAtomic(path, QJsonDocument(currentSettings().toJson()).toJson(), &why))
+      showError(QStringLiteral("Cannot save settings"), why);
+  });
   file->addSeparator();
   QAction* quit = file->addAction(QStringLiteral("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
+  for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
+
+  QMenu* demos = menuBar()->addMenu(QStringLiteral("&Demos"));
+  demos->setObjectName(QStringLiteral("demosMenu"));
+  for (const Preset& p : builtinPresets()) {
+    QAction* a = demos->addAction(p.settings.title.isEmpty() ? p.name : p.settings.title);
+    a->setData(p.name);
+    a->setStatusTip(QStringLiteral("--preset %1").arg(p.name));
+    connect(a, &QAction::triggered, this, [this, name = p.name] {
+      QString why;
+      if (!applyPreset(name, &why)) showError(QStringLiteral("Cannot start the demo"), why);
+    });
+  }
+
+  QMenu* help = menuBar()->addMenu(QStringLiteral("&Help"));
+  help->addAction(QStringLiteral("&About QuantScope"), this, [this] {
+    QMessageBox::about(this, QStringLiteral("About QuantScope"),
+                       QStringLiteral("<b>QuantScope %1</b><br>Number formats and quantization, bit-exact.<br>"
+                                      "CPU: %2<br>%3")
+                           .arg(QStringLiteral(QS_VERSION), QString::fromLatin1(qs::to_string(qs::best_simd_level())),
+                                QString::fromStdString(qs::cuda::device_info().message)));
+  });
 }
 
 void MainWindow::buildStatusBar() {
-  statusBar()->addWidget(new QLabel(QStringLiteral("Drag to pan · wheel to zoom · double-click to reset")));
+  m_progress = new QProgressBar;
+  m_progress->setObjectName(QStringLiteral("busyProgress"));
+  m_progress->setMaximumWidth(160);
+  m_progress->setRange(0, 0);
+  m_progress->hide();
+  m_cancel = new QPushButton(QStringLiteral("Cancel"));
+  m_cancel->setObjectName(QStringLiteral("busyCancel"));
+  m_cancel->hide();
+  connect(m_cancel, &QPushButton::clicked, m_error, &ErrorPanel::cancel);
+  connect(m_error, &ErrorPanel::busyChanged, this, [this](bool) { setBusy(m_loader->isBusy()); });
+  connect(m_error, &ErrorPanel::progressChanged, this, [this](int done, int total) {
+    m_progress->setRange(0, std::max(total, 1));
+    m_progress->setValue(done);
+  });
+  statusBar()->addWidget(m_progress);
+  statusBar()->addWidget(m_cancel);
   auto* simd = new QLabel(QStringLiteral("CPU: %1").arg(qs::to_string(qs::best_simd_level())));
   simd->setObjectName(QStringLiteral("simdLabel"));
   simd->setToolTip(QStringLiteral("SIMD level the CPU encoders use"));
-  const QString gpu = QString::fromStdString(qs::cuda::device_info().message);
+  const qs::cuda::DeviceInfo info = qs::cuda::device_info();
+  const QString gpu = QString::fromStdString(info.message);
   auto* cuda = new QLabel(gpu);
   cuda->setObjectName(QStringLiteral("cudaLabel"));
   cuda->setToolTip(gpu);
@@ -144,91 +278,246 @@ void MainWindow::buildStatusBar() {
   statusBar()->addPermanentWidget(cuda);
 }
 
-void MainWindow::applyComboEntry(int index) {
-  const QString name = m_formatCombo->itemData(index).toString();
-  if (index < 0 || name.isEmpty()) return;
-  try {
-    m_plot->setFormat(qs::parse_format(name.toStdString()));
-  } catch (const qs::FormatError& e) {  // entries come from the table; kept so a bad row cannot crash the UI
-    m_specMessage->setText(QString::fromUtf8(e.what()));
-    return;
-  }
-  // The combo now rules: a stale custom spec next to it would be misleading.
-  const QSignalBlocker block(m_customSpec);
-  m_customSpec->clear();
-  showSpecHint();
+void MainWindow::setBusy(bool) {
+  const bool busy = m_loader->isBusy() || m_error->isBusy();
+  m_progress->setVisible(busy);
+  m_cancel->setVisible(m_error->isBusy());
+  if (!m_error->isBusy()) m_progress->setRange(0, 0);
 }
 
-void MainWindow::applyCustomSpec(const QString& text) {
-  if (text.trimmed().isEmpty()) {
-    showSpecHint();
-    return;
-  }
-  qs::Format f;
-  try {
-    f = qs::parse_format(text.toStdString());
-  } catch (const qs::FormatError& e) {
-    m_specMessage->setStyleSheet(QStringLiteral("color: #c62828;"));
-    m_specMessage->setText(QString::fromUtf8(e.what()));
-    return;  // half-typed specs are normal: keep showing the last good format
-  }
-  showSpecHint();
-  m_plot->setFormat(f);
-  syncComboTo(QString::fromStdString(f.name));
+void MainWindow::log(const QString& message) {
+  const QString line = QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss  ")) + message;
+  m_log->appendPlainText(line);
+  if (!m_interactive) std::fprintf(stderr, "quantscope: %s\n", qPrintable(message));
 }
 
-void MainWindow::showSpecHint() {
-  m_specMessage->setStyleSheet(QStringLiteral("color: #777;"));
-  m_specMessage->setText(QStringLiteral("e<E>m<M>[:bias=B][:specials=ieee|fn|fnuz|none][:unsigned]"));
+void MainWindow::showError(const QString& title, const QString& message) {
+  m_lastError = message;
+  log(title + QStringLiteral(": ") + message);
+  statusBar()->showMessage(message, 8000);
+  if (m_interactive && isVisible()) QMessageBox::warning(this, title, message);
 }
 
-void MainWindow::syncComboTo(const QString& name) {
-  const QSignalBlocker block(m_formatCombo);
-  m_formatCombo->setCurrentIndex(m_formatCombo->findData(name));  // -1 shows "(custom)"
+void MainWindow::reloadData() {
+  if (!m_setup->syntheticSelected()) return;
+  qs::SyntheticSpec spec = m_setup->syntheticSpec();
+  m_loader->loadSynthetic(spec);
 }
 
-bool MainWindow::selectFormat(const QString& spec, QString* error) {
-  qs::Format f;
-  try {
-    f = qs::parse_format(spec.toStdString());
-  } catch (const qs::FormatError& e) {
-    if (error) *error = QString::fromUtf8(e.what());
-    return false;
-  }
-  const int index = m_formatCombo->findData(QString::fromStdString(f.name));
-  if (index >= 0) {
-    m_formatCombo->setCurrentIndex(index);
-    applyComboEntry(index);  // in case it was already current
+void MainWindow::applySchemes() {
+  std::vector<qs::Scheme> schemes;
+  QString why;
+  if (!m_setup->schemeList()->schemes(&schemes, &why)) return;  // the row shows why
+  m_error->setSchemes(schemes);
+}
+
+void MainWindow::onTensorLoaded(const TensorData& d) {
+  m_tensor = d;
+  log(QStringLiteral("Data: %1%2 (%3 values)")
+          .arg(d.source == u"synthetic" ? QString() : QDir::toNativeSeparators(d.source) + QStringLiteral(" → "), d.name)
+          .arg(d.size()));
+  m_error->setTensor(d);
+  emit tensorLoaded(d);
+}
+
+bool MainWindow::selectFormat(const QString& spec, QString* error) { return m_formats->selectFormat(spec, error); }
+FormatGridPlot* MainWindow::formatPlot() const { return m_formats->plot(); }
+void MainWindow::setLogScale(bool on) { m_formats->setLogScale(on); }
+
+ViewSettings MainWindow::currentSettings() const {
+  ViewSettings s;
+  s.tab = kTabNames.value(m_tabs->currentIndex(), kTabNames[0]);
+  s.format = m_formats->spec();
+  s.compare = m_formats->compareSpecs();
+  s.logScale = m_formats->logScale();
+  s.inspectorValue = QString::number(m_formats->inspector()->value(), 'g', 17);
+  s.synthetic = m_setup->syntheticSpec();
+  if (m_setup->syntheticSelected() || m_tensor.source == u"synthetic" || m_tensor.isEmpty()) {
+    s.source = QStringLiteral("synthetic");
   } else {
-    m_customSpec->setText(spec);
+    s.source = QStringLiteral("file");
+    s.file = m_tensor.source;
+    s.tensor = m_tensor.name;
   }
+  s.schemes = m_setup->schemeList()->settings();
+  s.seed = m_setup->schemeList()->seed();
+  if (m_demoBar->isVisibleTo(const_cast<MainWindow*>(this)) && !m_demoPreset.isEmpty()) {
+    s.preset = m_demoPreset;
+    s.title = m_demoTitle->text();
+    s.explanation = m_demoText->text();
+  }
+  return s;
+}
+
+bool MainWindow::applySettings(const ViewSettings& s, QString* error) {
+  // Check everything before changing anything.
+  std::vector<qs::Scheme> schemes;
+  QString why;
+  auto fail = [&](const QString& w) {
+    if (error) *error = w;
+    return false;
+  };
+  if (!s.parseSchemes(&schemes, &why)) return fail(why);
+  try {
+    qs::parse_format(s.format.toStdString());
+    for (const QString& c : s.compare) qs::parse_format(c.toStdString());
+  } catch (const qs::FormatError& e) {
+    return fail(QString::fromUtf8(e.what()));
+  }
+  if (!kTabNames.contains(s.tab)) return fail(QStringLiteral("unknown tab '%1'").arg(s.tab));
+  if (s.source == u"file" && !QFileInfo(s.file).isFile()) return fail(QStringLiteral("%1: no such file").arg(s.file));
+
+  m_formats->selectFormat(s.format);
+  m_formats->setCompareSpecs(s.compare);
+  m_formats->setLogScale(s.logScale);
+  m_formats->inspector()->setValueText(s.inspectorValue);
+  m_setup->schemeList()->setSeed(s.seed);
+  m_setup->schemeList()->setSettings(s.schemes);
+  m_setup->setSyntheticSpec(s.synthetic);
+  if (s.source == u"synthetic") {
+    m_setup->selectSynthetic();
+  } else if (m_setup->selectTensor(s.file, s.tensor)) {
+    m_loader->loadTensor(s.file, s.tensor);
+  } else {
+    m_pendingFile = s.file;
+    m_pendingTensor = s.tensor;
+    m_loader->listFile(s.file);
+  }
+  m_tabs->setCurrentIndex(kTabNames.indexOf(s.tab));
+  showDemo(s);
   return true;
 }
 
-void MainWindow::setLogScale(bool on) { m_logScale->setChecked(on); }
+bool MainWindow::applyPreset(const QString& name, QString* error) {
+  ViewSettings s;
+  if (!findPreset(name, &s, error)) return false;
+  if (!applySettings(s, error)) return false;
+  log(QStringLiteral("Demo: %1").arg(s.title.isEmpty() ? name : s.title));
+  return true;
+}
 
-void MainWindow::exportPlot() {
-  static const QHash<QString, QString> kinds = {
-      {QStringLiteral("png"), QStringLiteral("PNG image")},
-      {QStringLiteral("pdf"), QStringLiteral("PDF document")},
-      {QStringLiteral("svg"), QStringLiteral("SVG drawing")},
-      {QStringLiteral("csv"), QStringLiteral("CSV data: value,spacing")}};
-  QStringList filters;
-  for (const QString& suffix : FormatGridPlot::exportSuffixes())
-    filters << QStringLiteral("%1 (*.%2)").arg(kinds.value(suffix, suffix.toUpper()), suffix);
-  QString name = QString::fromStdString(m_plot->format().name);
-  name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9_.-]")), QStringLiteral("_"));
-  QString filter = filters.front();
-  QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export plot"),
-                                              QDir::home().filePath(name + QStringLiteral("-grid.png")),
-                                              filters.join(QStringLiteral(";;")), &filter);
-  if (path.isEmpty()) return;
-  if (QFileInfo(path).suffix().isEmpty())  // take it from the chosen filter, "... (*.pdf)"
-    path += filter.mid(filter.lastIndexOf(u'.')).chopped(1);
-  QString error;
-  if (!m_plot->exportTo(path, &error)) {
-    QMessageBox::warning(this, QStringLiteral("Export failed"), error);
+void MainWindow::showDemo(const ViewSettings& s) {
+  m_demoPreset = s.preset;
+  if (s.preset.isEmpty() || (s.title.isEmpty() && s.explanation.isEmpty())) {
+    m_demoBar->hide();
     return;
   }
-  statusBar()->showMessage(QStringLiteral("Exported %1").arg(QDir::toNativeSeparators(path)), 5000);
+  m_demoTitle->setText(QStringLiteral("<b>%1</b>").arg(s.title.toHtmlEscaped()));
+  m_demoText->setText(s.explanation);
+  m_demoBar->show();
+}
+
+void MainWindow::openFileDialog() {
+  const QStringList paths = QFileDialog::getOpenFileNames(
+      this, QStringLiteral("Open tensor files"), m_recent.isEmpty() ? QDir::homePath() : QFileInfo(m_recent.front()).path(),
+      QStringLiteral("Tensor files (*.npy *.npz *.safetensors *.onnx);;All files (*)"));
+  for (const QString& p : paths) openFile(p);
+}
+
+void MainWindow::openFile(const QString& path) {
+  log(QStringLiteral("Opening %1").arg(QDir::toNativeSeparators(path)));
+  m_loader->listFile(path);
+}
+
+void MainWindow::addRecent(const QString& path) {
+  const QString abs = QFileInfo(path).absoluteFilePath();
+  m_recent.removeAll(abs);
+  m_recent.prepend(abs);
+  while (m_recent.size() > kMaxRecent) m_recent.removeLast();
+  rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+  m_recentMenu->clear();
+  for (const QString& p : m_recent) m_recentMenu->addAction(QDir::toNativeSeparators(p), this, [this, p] { openFile(p); });
+  m_recentMenu->setEnabled(!m_recent.isEmpty());
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (event->mimeData()->hasUrls()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  for (const QUrl& url : event->mimeData()->urls())
+    if (url.isLocalFile()) openFile(url.toLocalFile());
+  event->acceptProposedAction();
+}
+
+void MainWindow::exportPlot() {
+  QWidget* current = m_tabs->currentWidget();
+  if (current == m_formats) {
+    plotexport::exportInteractive(this, m_formats->plot(), QStringLiteral("format-grid"),
+                                  [this] { return m_formats->plot()->csv(); }, QStringLiteral("Representable values"));
+  } else if (current == m_error) {
+    m_error->exportInteractive();
+  } else if (current == m_heatmap) {
+    m_heatmap->exportInteractive();
+  } else if (current == m_training) {
+    m_training->exportInteractive();
+  } else {
+    m_latency->exportInteractive(LatencyPanel::Plot::Time);
+  }
+}
+
+bool MainWindow::waitForIdle(int ms) {
+  QDeadlineTimer deadline(ms);
+  while (!deadline.hasExpired()) {
+    QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    if (!m_loader->isBusy() && !m_error->isBusy()) {
+      QCoreApplication::processEvents();
+      if (!m_loader->isBusy() && !m_error->isBusy()) return true;
+    }
+    QThread::msleep(2);
+  }
+  return false;
+}
+
+bool MainWindow::exportReport(const QString& dir, QString* error) {
+  waitForIdle(120000);
+  ReportWriter writer(this);
+  connect(&writer, &ReportWriter::message, this, &MainWindow::log);
+  const bool ok = writer.write(dir, error);
+  if (ok) log(QStringLiteral("Report written to %1").arg(QDir::toNativeSeparators(dir)));
+  return ok;
+}
+
+void MainWindow::exportReportInteractive() {
+  const QString dir = QFileDialog::getExistingDirectory(this, QStringLiteral("Export report into folder"), QDir::homePath());
+  if (dir.isEmpty()) return;
+  QString why;
+  QApplication::setOverrideCursor(Qt::WaitCursor);
+  const bool ok = exportReport(dir, &why);
+  QApplication::restoreOverrideCursor();
+  if (!ok) showError(QStringLiteral("Report not written"), why);
+  else statusBar()->showMessage(QStringLiteral("Report written to %1").arg(QDir::toNativeSeparators(dir)), 6000);
+}
+
+void MainWindow::restorePersistent() {
+  QSettings settings;
+  m_recent = settings.value(QStringLiteral("recentFiles")).toStringList();
+  rebuildRecentMenu();
+  restoreGeometry(settings.value(QStringLiteral("geometry")).toByteArray());
+  restoreState(settings.value(QStringLiteral("windowState")).toByteArray());
+  const QJsonDocument doc = QJsonDocument::fromJson(settings.value(QStringLiteral("view")).toByteArray());
+  ViewSettings s;
+  QString why;
+  if (doc.isObject() && ViewSettings::fromJson(doc.object(), &s, &why)) {
+    s.preset.clear();
+    if (s.source == u"file" && !QFileInfo(s.file).isFile()) s.source = QStringLiteral("synthetic");
+    applySettings(s, &why);
+  }
+}
+
+void MainWindow::savePersistent() {
+  QSettings settings;
+  settings.setValue(QStringLiteral("recentFiles"), m_recent);
+  settings.setValue(QStringLiteral("geometry"), saveGeometry());
+  settings.setValue(QStringLiteral("windowState"), saveState());
+  settings.setValue(QStringLiteral("view"), QJsonDocument(currentSettings().toJson()).toJson(QJsonDocument::Compact));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (m_persistent) savePersistent();
+  m_error->cancel();
+  QMainWindow::closeEvent(event);
 }

@@ -1,47 +1,121 @@
-// MainWindow: the QuantScope window — tabs of views (for now "Formats"), the File menu and a status
-// bar naming the CPU SIMD level and the GPU. Exercise: `quantscope`, tests/tst_formatgridplot.cpp.
+// MainWindow: the QuantScope window. It assembles the panels — setup dock (data + schemes), tabs
+// (Formats, Error, Model, Training, Latency), log dock, demo explanation bar, status bar with the CPU
+// features and the GPU — and wires them; every panel lives in its own file.
+// Exercise: `quantscope`, `quantscope --preset outliers-int8`, tests/tst_mainwindow.cpp.
 #pragma once
 
 #include <QMainWindow>
+#include <QStringList>
 
-class QCheckBox;
-class QComboBox;
+#include "tensordata.h"
+#include "viewsettings.h"
+
 class QLabel;
-class QLineEdit;
+class QMenu;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
 class QTabWidget;
+class DataLoader;
+class ErrorPanel;
 class FormatGridPlot;
+class FormatsPanel;
+class LatencyPanel;
+class SetupDock;
+class SqnrHeatmap;
+class TrainingPanel;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
 
 public:
-  explicit MainWindow(QWidget* parent = nullptr);
+  // persistent: restore and save QSettings (recent files, schemes, layout). Scripts, tests and the
+  // headless report run without, so they start from the defaults and leave nothing behind.
+  explicit MainWindow(QWidget* parent = nullptr, bool persistent = false);
+  ~MainWindow() override;
 
-  // Shows `spec` (a table name or a custom spec): picks its combo entry if it has one, otherwise
-  // puts it in the custom-spec field. Returns false, with the parser's one-line message in *error,
-  // when it does not parse; the plot is then left as it was.
+  // Shows `spec` in the Formats tab (a table name or a custom spec). false + the parser's reason.
   bool selectFormat(const QString& spec, QString* error = nullptr);
 
-  FormatGridPlot* formatPlot() const { return m_plot; }
+  // The whole view as a value, and back (presets, settings.json, QSettings). applySettings checks
+  // everything first and changes nothing when it returns false.
+  ViewSettings currentSettings() const;
+  bool applySettings(const ViewSettings& settings, QString* error = nullptr);
+  bool applyPreset(const QString& name, QString* error = nullptr);
+
+  // Lists the file's tensors in the setup dock (asynchronously; a load error shows a message box
+  // naming the file, or only the log when `quiet`).
+  void openFile(const QString& path);
+  // Writes the report folder (see reportwriter.h). Waits for running work first.
+  bool exportReport(const QString& dir, QString* error = nullptr);
+  // Spins the event loop until data loading and the Error tab are idle; false on timeout.
+  bool waitForIdle(int ms);
+  // Messages go to the log dock with a time stamp (and to stderr in headless runs).
+  void log(const QString& message);
+
+  FormatGridPlot* formatPlot() const;
+  FormatsPanel* formatsPanel() const { return m_formats; }
+  ErrorPanel* errorPanel() const { return m_error; }
+  SqnrHeatmap* heatmap() const { return m_heatmap; }
+  LatencyPanel* latencyPanel() const { return m_latency; }
+  TrainingPanel* trainingPanel() const { return m_training; }
+  SetupDock* setupDock() const { return m_setup; }
   QTabWidget* tabs() const { return m_tabs; }
+  const TensorData& currentTensor() const { return m_tensor; }
+  QStringList recentFiles() const { return m_recent; }
+  // Message boxes for errors (off in tests and headless runs: errors then go to the log only).
+  void setInteractive(bool on) { m_interactive = on; }
+  QString lastError() const { return m_lastError; }
 
 public slots:
-  void setLogScale(bool on);  // the "Log scale" checkbox, for scripted starts (--log-scale)
-  void exportPlot();  // asks for a file name; PNG, PDF or CSV by suffix
+  void setLogScale(bool on);
+  void exportPlot();  // the current tab's main plot, by file dialog
+  void exportReportInteractive();
+  void openFileDialog();
+
+signals:
+  void tensorLoaded(const TensorData& data);
+
+protected:
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+  void closeEvent(QCloseEvent* event) override;
 
 private:
-  QWidget* buildFormatsTab();
   void buildMenus();
   void buildStatusBar();
-  void applyComboEntry(int index);
-  void applyCustomSpec(const QString& text);
-  void showSpecHint();
-  void syncComboTo(const QString& name);
+  QWidget* buildDemoBar();
+  void showDemo(const ViewSettings& s);
+  void reloadData();
+  void applySchemes();
+  void onTensorLoaded(const TensorData& d);
+  void showError(const QString& title, const QString& message);
+  void addRecent(const QString& path);
+  void rebuildRecentMenu();
+  void setBusy(bool busy);
+  void restorePersistent();
+  void savePersistent();
 
+  bool m_persistent = false;
+  bool m_interactive = true;
   QTabWidget* m_tabs = nullptr;
-  QComboBox* m_formatCombo = nullptr;
-  QLineEdit* m_customSpec = nullptr;
-  QLabel* m_specMessage = nullptr;  // syntax hint in grey, or the parse error in red
-  QCheckBox* m_logScale = nullptr;
-  FormatGridPlot* m_plot = nullptr;
+  FormatsPanel* m_formats = nullptr;
+  ErrorPanel* m_error = nullptr;
+  SqnrHeatmap* m_heatmap = nullptr;
+  TrainingPanel* m_training = nullptr;
+  LatencyPanel* m_latency = nullptr;
+  SetupDock* m_setup = nullptr;
+  QPlainTextEdit* m_log = nullptr;
+  QWidget* m_demoBar = nullptr;
+  QLabel* m_demoTitle = nullptr;
+  QLabel* m_demoText = nullptr;
+  QProgressBar* m_progress = nullptr;
+  QPushButton* m_cancel = nullptr;
+  QMenu* m_recentMenu = nullptr;
+  DataLoader* m_loader = nullptr;
+  TensorData m_tensor;
+  QString m_pendingFile, m_pendingTensor;  // applySettings with a file source waits for its listing
+  QStringList m_recent;
+  QString m_lastError;
+  QString m_demoPreset;
 };

@@ -1,8 +1,14 @@
-// quantscope: the GUI entry point. Run `quantscope --format fp16`; headless:
+// quantscope: the GUI entry point. Run `quantscope --format fp16`, `quantscope --preset outliers-int8`;
+// headless: `quantscope --report DIR [--preset NAME]` (no display needed),
 // `QT_QPA_PLATFORM=offscreen quantscope --format e4m3fn --screenshot out.png` (or under `xvfb-run -a`).
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QElapsedTimer>
+#include <QFile>
 #include <QFileInfo>
+#include <QJsonDocument>
+#include <QTabWidget>
+#include <QTextStream>
 #include <QSaveFile>
 #include <QTimer>
 
@@ -11,6 +17,8 @@
 #include <cstring>
 
 #include "mainwindow.h"
+#include "uibench.h"
+#include "viewsettings.h"
 
 #ifndef QS_VERSION
 #define QS_VERSION "0.0.0"
@@ -27,6 +35,22 @@ void setupParser(QCommandLineParser& parser) {
                                    "e<E>m<M>[:bias=B][:specials=ieee|fn|fnuz|none][:unsigned]."),
                     QStringLiteral("SPEC"), QStringLiteral("e4m3fn")});
   parser.addOption({QStringLiteral("log-scale"), QStringLiteral("Start with the log axis of |value|.")});
+  parser.addOption({QStringLiteral("preset"),
+                    QStringLiteral("Start with a teaching demo: e4m3-vs-e5m2, outliers-int8, mx-fp4, stochastic-rounding, "
+                                   "saturate-vs-ieee, fp8-sweep (the Demos menu)."),
+                    QStringLiteral("NAME")});
+  parser.addOption({QStringLiteral("settings"), QStringLiteral("Start with the view saved in FILE (a report's settings.json)."),
+                    QStringLiteral("FILE")});
+  parser.addOption({QStringLiteral("tab"), QStringLiteral("Show this tab first: Formats, Error, Model, Training, Latency."),
+                    QStringLiteral("NAME")});
+  parser.addOption({QStringLiteral("report"),
+                    QStringLiteral("Write every view (format-grid, error-histogram, flip-counts, latency as PNG/PDF/SVG/CSV) "
+                                   "and settings.json into DIR, then exit. Needs no display."),
+                    QStringLiteral("DIR")});
+  parser.addOption({QStringLiteral("bench-ui"),
+                    QStringLiteral("Benchmark: the largest event-loop stall while a 16 M-value analysis runs (CSV on stdout).")});
+  parser.addOption({QStringLiteral("bench-startup"),
+                    QStringLiteral("Benchmark: milliseconds from start until the window is shown (CSV on stdout).")});
   parser.addOption({QStringLiteral("screenshot"),
                     QStringLiteral("Render the window once it is shown, save it to FILE (PNG) and exit."),
                     QStringLiteral("FILE")});
@@ -48,6 +72,13 @@ bool displayAvailable(int argc, char** argv) {
   (void)argc, (void)argv;
   return true;
 #endif
+}
+
+bool headlessRun(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    for (const char* opt : {"--report", "-report", "--bench-ui", "-bench-ui"})
+      if (!std::strncmp(argv[i], opt, std::strlen(opt))) return true;
+  return false;
 }
 
 bool asksForHelpOrVersion(int argc, char** argv) {
@@ -80,8 +111,14 @@ bool saveScreenshot(QWidget& window, const QString& path, QString* error) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  QElapsedTimer sinceStart;
+  sinceStart.start();
   QCoreApplication::setApplicationName(QStringLiteral("quantscope"));
+  QCoreApplication::setOrganizationName(QStringLiteral("QuantScope"));
   QCoreApplication::setApplicationVersion(QStringLiteral(QS_VERSION));
+
+  // Reports and benchmarks need no screen: draw offscreen when there is none.
+  if (!displayAvailable(argc, argv) && headlessRun(argc, argv)) qputenv("QT_QPA_PLATFORM", "offscreen");
 
   if (!displayAvailable(argc, argv)) {
     if (asksForHelpOrVersion(argc, argv)) {  // --help and --version need no display
@@ -102,26 +139,101 @@ int main(int argc, char** argv) {
   setupParser(parser);
   parser.process(app);
 
-  MainWindow window;
+  if (parser.isSet(QStringLiteral("bench-ui"))) {
+    QTextStream out(stdout);
+    return runUiBenchmark(out);
+  }
+
+  const bool report = parser.isSet(QStringLiteral("report"));
+  const bool scripted = report || parser.isSet(QStringLiteral("screenshot")) || parser.isSet(QStringLiteral("bench-startup"));
+  // Scripted runs start from the defaults and leave the user's saved settings alone.
+  MainWindow window(nullptr, !scripted && !parser.isSet(QStringLiteral("settings")) && !parser.isSet(QStringLiteral("preset")));
+  window.setInteractive(!report);
   QString error;
-  if (!window.selectFormat(parser.value(QStringLiteral("format")), &error)) {
-    std::fprintf(stderr, "quantscope: --format: %s\n", qPrintable(error));
+  if (parser.isSet(QStringLiteral("format"))) {
+    if (!window.selectFormat(parser.value(QStringLiteral("format")), &error)) {
+      std::fprintf(stderr, "quantscope: --format: %s\n", qPrintable(error));
+      return 2;
+    }
+  }
+  if (parser.isSet(QStringLiteral("log-scale"))) window.setLogScale(true);
+  if (parser.isSet(QStringLiteral("settings"))) {
+    const QString path = parser.value(QStringLiteral("settings"));
+    QFile f(path);
+    ViewSettings s;
+    QJsonParseError pe;
+    if (!f.open(QIODevice::ReadOnly)) {
+      std::fprintf(stderr, "quantscope: --settings: cannot read %s: %s\n", qPrintable(path), qPrintable(f.errorString()));
+      return 2;
+    }
+    const QJsonDocument doc = QJsonDocument::fromJson(f.readAll(), &pe);
+    if (!doc.isObject()) {
+      std::fprintf(stderr, "quantscope: --settings: %s: %s\n", qPrintable(path), qPrintable(pe.errorString()));
+      return 2;
+    }
+    if (!ViewSettings::fromJson(doc.object(), &s, &error) || !window.applySettings(s, &error)) {
+      std::fprintf(stderr, "quantscope: --settings: %s: %s\n", qPrintable(path), qPrintable(error));
+      return 2;
+    }
+  }
+  if (parser.isSet(QStringLiteral("preset")) && !window.applyPreset(parser.value(QStringLiteral("preset")), &error)) {
+    std::fprintf(stderr, "quantscope: --preset: %s\n", qPrintable(error));
     return 2;
   }
-  window.setLogScale(parser.isSet(QStringLiteral("log-scale")));
+  if (parser.isSet(QStringLiteral("tab"))) {
+    const QString tab = parser.value(QStringLiteral("tab"));
+    int index = -1;
+    for (int i = 0; i < window.tabs()->count(); ++i)
+      if (window.tabs()->tabText(i).compare(tab, Qt::CaseInsensitive) == 0) index = i;
+    if (index < 0) {
+      std::fprintf(stderr, "quantscope: --tab: no tab named '%s'\n", qPrintable(tab));
+      return 2;
+    }
+    window.tabs()->setCurrentIndex(index);
+  }
+
+  if (report) {
+    const QString dir = parser.value(QStringLiteral("report"));
+    window.resize(1400, 860);
+    if (!window.waitForIdle(300000)) {
+      std::fprintf(stderr, "quantscope: --report: the views did not finish computing\n");
+      return 1;
+    }
+    if (!window.lastError().isEmpty()) {
+      std::fprintf(stderr, "quantscope: --report: %s\n", qPrintable(window.lastError()));
+      return 1;
+    }
+    if (!window.exportReport(dir, &error)) {
+      std::fprintf(stderr, "quantscope: --report: %s\n", qPrintable(error));
+      return 1;
+    }
+    std::printf("report written to %s\n", qPrintable(dir));
+    return 0;
+  }
+
   window.show();
+  if (parser.isSet(QStringLiteral("bench-startup"))) {
+    QTimer::singleShot(0, &window, [&sinceStart] {
+      const double ms = double(sinceStart.nsecsElapsed()) / 1e6;
+      std::printf("startup_ms,budget_ms,ratio\n%.1f,1500,%.3f\n", ms, ms / 1500.0);
+      QCoreApplication::exit(0);
+    });
+  }
 
   if (parser.isSet(QStringLiteral("screenshot"))) {
     const QString path = parser.value(QStringLiteral("screenshot"));
-    // A short delay lets the layout settle and the plot's queued replot run before grabbing.
-    QTimer::singleShot(300, &window, [&window, path] {
-      QString why;
-      if (!saveScreenshot(window, path, &why)) {
-        std::fprintf(stderr, "quantscope: --screenshot: cannot write %s: %s\n", qPrintable(path), qPrintable(why));
-        QCoreApplication::exit(1);
-        return;
-      }
-      QCoreApplication::exit(0);
+    // Let the data load and the views compute, then let the layout settle and queued replots run.
+    QTimer::singleShot(50, &window, [&window, path] {
+      window.waitForIdle(60000);
+      QTimer::singleShot(400, &window, [&window, path] {
+        QString why;
+        if (!saveScreenshot(window, path, &why)) {
+          std::fprintf(stderr, "quantscope: --screenshot: cannot write %s: %s\n", qPrintable(path), qPrintable(why));
+          QCoreApplication::exit(1);
+          return;
+        }
+        QCoreApplication::exit(0);
+      });
     });
   }
   return app.exec();

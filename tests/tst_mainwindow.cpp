@@ -1,0 +1,346 @@
+// Tests of the assembled window: panels and docks present, the demo presets (valid, applied, listed in
+// the Demos menu), settings.json round trips and rejects bad values, schemes and data reach the Error
+// tab, files that fail to load are reported without breaking the window, and the report writes every
+// file (or nothing, into a folder that cannot be written).
+#include <QAction>
+#include <QComboBox>
+#include <QDir>
+#include <QDockWidget>
+#include <QFile>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenu>
+#include <QMenuBar>
+#include <QPlainTextEdit>
+#include <QSignalSpy>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTreeWidget>
+#include <QtTest>
+
+#include "errorpanel.h"
+#include "formatgridplot.h"
+#include "formatpicker.h"
+#include "formatspanel.h"
+#include "io/npy.h"
+#include "mainwindow.h"
+#include "reportwriter.h"
+#include "schemelist.h"
+#include "setupdock.h"
+#include "viewsettings.h"
+
+class TestMainWindow : public QObject {
+  Q_OBJECT
+
+private slots:
+  void initTestCase();
+  void shell();
+  void presetsAreValid();
+  void presetsApply_data();
+  void presetsApply();
+  void unknownPreset();
+  void settingsRoundTrip();
+  void settingsRejectBadValues_data();
+  void settingsRejectBadValues();
+  void applySettingsChecksFirst();
+  void schemesReachErrorTab();
+  void invalidSchemeRowShowsReason();
+  void fileTensorLoads();
+  void badFileIsReported_data();
+  void badFileIsReported();
+  void reportWritesEveryFile();
+  void reportIntoUnwritableFolder();
+
+private:
+  QTemporaryDir m_dir;
+};
+
+void TestMainWindow::initTestCase() { QVERIFY(m_dir.isValid()); }
+
+void TestMainWindow::shell() {
+  MainWindow w;
+  w.setInteractive(false);
+  QCOMPARE(w.windowTitle(), QStringLiteral("QuantScope"));
+  QStringList tabs;
+  for (int i = 0; i < w.tabs()->count(); ++i) tabs << w.tabs()->tabText(i);
+  QCOMPARE(tabs, (QStringList{"Formats", "Error", "Model", "Training", "Latency"}));
+  QVERIFY(w.findChild<QDockWidget*>(QStringLiteral("setupDock")));
+  QVERIFY(w.findChild<QDockWidget*>(QStringLiteral("logDock")));
+  QVERIFY(w.findChild<QLabel*>(QStringLiteral("simdLabel")));
+  QVERIFY(!w.findChild<QLabel*>(QStringLiteral("cudaLabel"))->text().isEmpty());
+  QVERIFY(w.waitForIdle(30000));
+  QVERIFY(!w.currentTensor().isEmpty());  // the default synthetic tensor
+  QCOMPARE(w.currentTensor().size(), std::size_t(1) << 20);
+}
+
+void TestMainWindow::presetsAreValid() {
+  const QList<Preset> presets = builtinPresets();
+  QVERIFY2(presets.size() >= 5, qPrintable(QString::number(presets.size())));
+  QStringList names;
+  for (const Preset& p : presets) {
+    names << p.name;
+    QVERIFY2(!p.settings.title.isEmpty() && p.settings.explanation.size() > 80, qPrintable(p.name));
+    std::vector<qs::Scheme> schemes;
+    QString why;
+    QVERIFY2(p.settings.parseSchemes(&schemes, &why), qPrintable(why));
+  }
+  for (const char* required : {"e4m3-vs-e5m2", "outliers-int8", "mx-fp4", "stochastic-rounding", "saturate-vs-ieee"})
+    QVERIFY2(names.contains(QLatin1String(required)), required);
+  MainWindow w;
+  auto* demos = w.menuBar()->findChild<QMenu*>(QStringLiteral("demosMenu"));
+  QVERIFY(demos);
+  QCOMPARE(demos->actions().size(), presets.size());
+}
+
+void TestMainWindow::presetsApply_data() {
+  QTest::addColumn<QString>("name");
+  for (const Preset& p : builtinPresets()) QTest::newRow(qPrintable(p.name)) << p.name;
+}
+
+void TestMainWindow::presetsApply() {
+  QFETCH(QString, name);
+  MainWindow w;
+  w.setInteractive(false);
+  ViewSettings want;
+  QVERIFY(findPreset(name, &want, nullptr));
+  QString why;
+  QVERIFY2(w.applyPreset(name, &why), qPrintable(why));
+  QVERIFY(w.waitForIdle(60000));
+  QVERIFY2(w.lastError().isEmpty(), qPrintable(w.lastError()));
+  const ViewSettings got = w.currentSettings();
+  QCOMPARE(got.tab, want.tab);
+  QCOMPARE(w.tabs()->tabText(w.tabs()->currentIndex()), want.tab);
+  QCOMPARE(got.schemes.size(), want.schemes.size());
+  for (int i = 0; i < want.schemes.size(); ++i) {
+    const qs::Scheme a = got.schemes[i].toScheme(got.seed), b = want.schemes[i].toScheme(want.seed);
+    QCOMPARE(QString::fromStdString(a.text), QString::fromStdString(b.text));
+    QCOMPARE(a.options.rounding, b.options.rounding);
+    QCOMPARE(a.options.overflow, b.options.overflow);
+  }
+  QCOMPARE(qs::parse_format(got.format.toStdString()), qs::parse_format(want.format.toStdString()));
+  QCOMPARE(got.compare.size(), want.compare.size());
+  QCOMPARE(got.logScale, want.logScale);
+  QCOMPARE(got.preset, name);
+  QCOMPARE(w.currentTensor().size(), want.synthetic.n);
+  QCOMPARE(int(w.errorPanel()->schemes().size()), int(want.schemes.size()));
+  QVERIFY(w.findChild<QWidget*>(QStringLiteral("demoBar"))->isVisibleTo(&w));
+}
+
+void TestMainWindow::unknownPreset() {
+  MainWindow w;
+  QString why;
+  QVERIFY(!w.applyPreset(QStringLiteral("no-such-demo"), &why));
+  QVERIFY(why.contains(QStringLiteral("outliers-int8")));  // lists what exists
+}
+
+void TestMainWindow::settingsRoundTrip() {
+  ViewSettings s;
+  s.tab = QStringLiteral("Error");
+  s.format = QStringLiteral("e3m3:bias=2:specials=none");
+  s.compare = {QStringLiteral("e5m2")};
+  s.logScale = true;
+  s.synthetic.dist = qs::Distribution::StudentT;
+  s.synthetic.n = 1 << 16;
+  s.synthetic.seed = 77;
+  s.synthetic.dof = 4;
+  s.schemes = {SchemeSetting{QStringLiteral("e2m1fn"), QStringLiteral("block:32:e8m0fnu"), QStringLiteral("stochastic"),
+                             QStringLiteral("ieee")}};
+  s.seed = 5;
+  ViewSettings back;
+  QString why;
+  QVERIFY2(ViewSettings::fromJson(QJsonDocument::fromJson(QJsonDocument(s.toJson()).toJson()).object(), &back, &why),
+           qPrintable(why));
+  QCOMPARE(back.toJson(), s.toJson());
+  QCOMPARE(back.schemes, s.schemes);
+  QCOMPARE(back.synthetic.n, s.synthetic.n);
+  QCOMPARE(back.synthetic.dist, s.synthetic.dist);
+
+  // And through the window: what it shows is what it writes.
+  MainWindow w;
+  w.setInteractive(false);
+  QVERIFY2(w.applySettings(s, &why), qPrintable(why));
+  QVERIFY(w.waitForIdle(30000));
+  const ViewSettings shown = w.currentSettings();
+  QCOMPARE(shown.format, s.format);
+  QCOMPARE(shown.compare, s.compare);
+  QCOMPARE(shown.schemes, s.schemes);
+  QCOMPARE(shown.seed, s.seed);
+  QCOMPARE(shown.synthetic.seed, s.synthetic.seed);
+  QCOMPARE(w.formatPlot()->format(), qs::parse_format("e3m3:bias=2:specials=none"));
+}
+
+void TestMainWindow::settingsRejectBadValues_data() {
+  QTest::addColumn<QByteArray>("json");
+  QTest::addColumn<QString>("mentions");
+  QTest::newRow("tab") << QByteArray(R"({"tab": "Nope"})") << "tab";
+  QTest::newRow("log_scale type") << QByteArray(R"({"log_scale": "yes"})") << "log_scale";
+  QTest::newRow("distribution") << QByteArray(R"({"data": {"distribution": "gauss"}})") << "gauss";
+  QTest::newRow("size") << QByteArray(R"({"data": {"size": -5}})") << "size";
+  QTest::newRow("ragged") << QByteArray(R"({"data": {"size": 1000, "cols": 3}})") << "cols";
+  QTest::newRow("file without tensor") << QByteArray(R"({"data": {"source": "file", "file": "/x.npy"}})") << "tensor";
+  QTest::newRow("scheme format") << QByteArray(R"({"schemes": [{"format": "e9m9"}]})") << "e9m9";
+  QTest::newRow("scheme granularity") << QByteArray(R"({"schemes": [{"format": "int8", "granularity": "rows"}]})") << "rows";
+  QTest::newRow("rounding") << QByteArray(R"({"schemes": [{"rounding": "up"}]})") << "up";
+}
+
+void TestMainWindow::settingsRejectBadValues() {
+  QFETCH(QByteArray, json);
+  QFETCH(QString, mentions);
+  ViewSettings s;
+  QString why;
+  QVERIFY(!ViewSettings::fromJson(QJsonDocument::fromJson(json).object(), &s, &why));
+  QVERIFY2(why.contains(mentions), qPrintable(why));
+  QVERIFY(!why.contains(u'\n'));
+}
+
+void TestMainWindow::applySettingsChecksFirst() {
+  MainWindow w;
+  w.setInteractive(false);
+  QVERIFY(w.selectFormat(QStringLiteral("e5m2")));
+  ViewSettings s;
+  s.format = QStringLiteral("e2m1fn");
+  s.source = QStringLiteral("file");
+  s.file = m_dir.filePath(QStringLiteral("missing.npy"));
+  s.tensor = QStringLiteral("x");
+  QString why;
+  QVERIFY(!w.applySettings(s, &why));
+  QVERIFY(why.contains(QStringLiteral("missing.npy")));
+  QCOMPARE(w.formatPlot()->format().name, std::string("e5m2"));  // nothing changed
+}
+
+void TestMainWindow::schemesReachErrorTab() {
+  MainWindow w;
+  w.setInteractive(false);
+  SchemeList* list = w.setupDock()->schemeList();
+  list->setSettings({SchemeSetting{QStringLiteral("int8"), QStringLiteral("tensor")},
+                     SchemeSetting{QStringLiteral("int8"), QStringLiteral("channel:0")},
+                     SchemeSetting{QStringLiteral("e4m3fn"), QStringLiteral("block:32")}});
+  QVERIFY(w.waitForIdle(30000));
+  QCOMPARE(int(w.errorPanel()->schemes().size()), 3);
+  QCOMPARE(QString::fromStdString(w.errorPanel()->schemes()[1].text), QStringLiteral("int8/channel:0"));
+  list->rows().at(2)->picker()->setSpec(QStringLiteral("e2m1fn"));
+  QVERIFY(w.waitForIdle(30000));
+  QCOMPARE(QString::fromStdString(w.errorPanel()->schemes()[2].text), QStringLiteral("e2m1fn/block:32"));
+}
+
+void TestMainWindow::invalidSchemeRowShowsReason() {
+  MainWindow w;
+  w.setInteractive(false);
+  SchemeList* list = w.setupDock()->schemeList();
+  QVERIFY(w.waitForIdle(30000));
+  const auto before = w.errorPanel()->schemes().size();
+  SchemeRow* row = list->addScheme(SchemeSetting{QStringLiteral("e4m3fn"), QStringLiteral("block:0")});
+  QVERIFY(row->problem().contains(QStringLiteral("block size")));
+  QCOMPARE(w.errorPanel()->schemes().size(), before);  // the valid list stays in effect
+  row->granularityCombo()->setCurrentText(QStringLiteral("block:16"));
+  QVERIFY(row->problem().isEmpty());
+  QCOMPARE(w.errorPanel()->schemes().size(), before + 1);
+  row->picker()->customEdit()->setText(QStringLiteral("e3m3:specials=banana"));
+  QVERIFY(row->problem().contains(QStringLiteral("banana")));
+}
+
+void TestMainWindow::fileTensorLoads() {
+  const QString path = m_dir.filePath(QStringLiteral("w.npy"));
+  std::vector<float> x(64 * 32);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i % 17) - 8.0f;
+  qs::write_npy(path.toStdString(), qs::make_npy(qs::DType::F32, {64, 32}, x.data()));
+  MainWindow w;
+  w.setInteractive(false);
+  QVERIFY(w.waitForIdle(30000));
+  w.openFile(path);
+  QVERIFY(w.waitForIdle(30000));
+  QCOMPARE(w.setupDock()->files(), QStringList{path});
+  QSignalSpy loaded(&w, &MainWindow::tensorLoaded);
+  QTreeWidget* tree = w.setupDock()->tree();
+  QTreeWidgetItem* item = tree->topLevelItem(0)->child(0);
+  emit tree->itemClicked(item, 0);
+  QVERIFY(w.waitForIdle(30000));
+  QCOMPARE(loaded.count(), 1);
+  QCOMPARE(w.currentTensor().source, path);
+  QCOMPARE(w.currentTensor().shape, (std::vector<int64_t>{64, 32}));
+  QVERIFY(*w.currentTensor().values == x);
+  QCOMPARE(w.currentSettings().source, QStringLiteral("file"));
+  QVERIFY(w.recentFiles().contains(QFileInfo(path).absoluteFilePath()));
+}
+
+void TestMainWindow::badFileIsReported_data() {
+  QTest::addColumn<QByteArray>("bytes");
+  QTest::addColumn<QString>("suffix");
+  QTest::newRow("truncated npy") << QByteArray("\x93NUMPY\x01\x00\x46\x00{'descr': '<f4', 'fortr", 30) << "npy";
+  QTest::newRow("garbage safetensors") << QByteArray("\xff\xff\xff\xff\xff\xff\xff\x7fnot json") << "safetensors";
+  QTest::newRow("empty file") << QByteArray() << "onnx";
+}
+
+void TestMainWindow::badFileIsReported() {
+  QFETCH(QByteArray, bytes);
+  QFETCH(QString, suffix);
+  const QString path = m_dir.filePath(QStringLiteral("bad.") + suffix);
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(bytes);
+  f.close();
+  MainWindow w;
+  w.setInteractive(false);
+  QVERIFY(w.waitForIdle(30000));
+  w.openFile(path);
+  QVERIFY(w.waitForIdle(30000));
+  QVERIFY2(w.lastError().contains(QStringLiteral("bad.") + suffix), qPrintable(w.lastError()));
+  QVERIFY(w.setupDock()->files().isEmpty());
+  QVERIFY(w.findChild<QPlainTextEdit*>(QStringLiteral("logView"))->toPlainText().contains(QStringLiteral("bad.") + suffix));
+  // Still usable: a preset applies.
+  QVERIFY(w.applyPreset(QStringLiteral("mx-fp4")));
+  QVERIFY(w.waitForIdle(60000));
+}
+
+void TestMainWindow::reportWritesEveryFile() {
+  MainWindow w;
+  w.setInteractive(false);
+  QVERIFY(w.applyPreset(QStringLiteral("outliers-int8")));
+  QVERIFY(w.waitForIdle(60000));
+  const QString dir = m_dir.filePath(QStringLiteral("report"));
+  QString why;
+  QVERIFY2(w.exportReport(dir, &why), qPrintable(why));
+  QStringList suffixes = {QStringLiteral("png"), QStringLiteral("pdf"), QStringLiteral("csv")};
+#ifdef QS_HAVE_QTSVG
+  suffixes << QStringLiteral("svg");
+#endif
+  for (const QString& stem : ReportWriter::stems())
+    for (const QString& suffix : suffixes) {
+      const QFileInfo fi(QDir(dir).filePath(stem + u'.' + suffix));
+      QVERIFY2(fi.exists() && fi.size() > 100, qPrintable(fi.filePath()));
+    }
+  QFile settings(QDir(dir).filePath(QStringLiteral("settings.json")));
+  QVERIFY(settings.open(QIODevice::ReadOnly));
+  ViewSettings s;
+  QVERIFY2(ViewSettings::fromJson(QJsonDocument::fromJson(settings.readAll()).object(), &s, &why), qPrintable(why));
+  QCOMPARE(s.preset, QStringLiteral("outliers-int8"));
+  QCOMPARE(s.schemes.size(), 2);
+  // No staging folder left behind.
+  QVERIFY(QDir(dir).entryList({QStringLiteral(".quantscope-report-*")}, QDir::Dirs | QDir::Hidden).isEmpty());
+  // Writing again into the same folder replaces the files.
+  QVERIFY2(w.exportReport(dir, &why), qPrintable(why));
+}
+
+void TestMainWindow::reportIntoUnwritableFolder() {
+  MainWindow w;
+  w.setInteractive(false);
+  QVERIFY(w.waitForIdle(30000));
+  // A folder under a regular file can be created by nobody, root included.
+  const QString blocker = m_dir.filePath(QStringLiteral("blocker"));
+  QFile f(blocker);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.close();
+  QString why;
+  QVERIFY(!w.exportReport(QDir(blocker).filePath(QStringLiteral("sub/report")), &why));
+  QVERIFY2(why.contains(QStringLiteral("blocker")), qPrintable(why));
+  QVERIFY(!why.contains(u'\n'));
+  QCOMPARE(QFileInfo(blocker).size(), 0);
+  // A target that is a file: refused, the file untouched.
+  QVERIFY(!w.exportReport(blocker, &why));
+  QVERIFY(why.contains(QStringLiteral("not a folder")));
+  QVERIFY(QFileInfo(blocker).isFile());
+}
+
+QTEST_MAIN(TestMainWindow)
+#include "tst_mainwindow.moc"

@@ -1,0 +1,95 @@
+// ReportWriter: all views into one folder, atomically as a whole (temporary folder, then renames).
+#include "reportwriter.h"
+
+#include <QDir>
+#include <QEventLoop>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QTemporaryDir>
+#include <QTimer>
+
+#include "errorpanel.h"
+#include "formatgridplot.h"
+#include "formatspanel.h"
+#include "latencypanel.h"
+#include "mainwindow.h"
+#include "plotexport.h"
+#include "trainingpanel.h"
+
+ReportWriter::ReportWriter(MainWindow* window) : m_window(window) {}
+
+QStringList ReportWriter::stems() {
+  return {QStringLiteral("format-grid"), QStringLiteral("error-histogram"), QStringLiteral("flip-counts"),
+          QStringLiteral("latency")};
+}
+
+bool ReportWriter::write(const QString& dir, QString* error) {
+  auto fail = [&](const QString& why) {
+    if (error) *error = why;
+    return false;
+  };
+  m_written.clear();
+  const QFileInfo target(dir);
+  if (target.exists() && !target.isDir()) return fail(QStringLiteral("cannot write %1: it is a file, not a folder").arg(dir));
+  QDir parent = target.absoluteDir();
+  if (!parent.exists() && !QDir().mkpath(parent.absolutePath()))
+    return fail(QStringLiteral("cannot write %1: cannot create %2").arg(dir, parent.absolutePath()));
+  // The staging folder lives inside the target folder when it exists (same filesystem: renames are
+  // atomic), else beside it, becoming the target with one rename.
+  const QString stageBase = target.exists() ? target.absoluteFilePath() : parent.absolutePath();
+  QTemporaryDir stage(QDir(stageBase).filePath(QStringLiteral(".quantscope-report-XXXXXX")));
+  if (!stage.isValid())
+    return fail(QStringLiteral("cannot write %1: %2").arg(dir, stage.errorString().isEmpty() ? QStringLiteral("folder not writable") : stage.errorString()));
+  if (!writeInto(stage.path(), error)) return false;  // QTemporaryDir removes what was written
+
+  const QStringList files = QDir(stage.path()).entryList(QDir::Files, QDir::Name);
+  if (!target.exists()) {
+    if (!QDir().rename(stage.path(), target.absoluteFilePath()))
+      return fail(QStringLiteral("cannot write %1: cannot move the report into place").arg(dir));
+    stage.setAutoRemove(false);
+  } else {
+    QDir out(target.absoluteFilePath());
+    for (const QString& f : files) {
+      out.remove(f);
+      if (!QFile::rename(QDir(stage.path()).filePath(f), out.filePath(f))) {
+        return fail(QStringLiteral("cannot write %1: cannot move %2 into place").arg(dir, f));
+      }
+    }
+  }
+  m_written = files;
+  return true;
+}
+
+bool ReportWriter::writeInto(const QString& tmp, QString* error) {
+  const QSize size(1200, 700);
+  FormatsPanel* formats = m_window->formatsPanel();
+  FormatGridPlot* grid = formats->plot();
+  if (!plotexport::exportAll(grid, tmp, QStringLiteral("format-grid"), [grid] { return grid->csv(); },
+                             QStringLiteral("Representable values of %1").arg(formats->spec()), error, size))
+    return false;
+  emit message(QStringLiteral("report: format-grid written"));
+
+  if (!m_window->errorPanel()->exportReport(tmp, error)) return false;
+  emit message(QStringLiteral("report: error-histogram written"));
+
+  if (!m_window->trainingPanel()->writeFlipCountsReport(tmp, error)) return false;
+  emit message(QStringLiteral("report: flip-counts written"));
+
+  // Latency: the rows already measured in the tab, or a short sweep (int8 vs fp32 at small sizes).
+  LatencyPanel* latency = m_window->latencyPanel();
+  if (latency->rows().empty()) {
+    QEventLoop loop;
+    QObject::connect(latency, &LatencyPanel::sweepFinished, &loop, &QEventLoop::quit);
+    if (latency->runSweep({64, 128, 256}, latency->availableKernels(), 1)) {
+      QTimer::singleShot(120000, &loop, &QEventLoop::quit);
+      loop.exec();
+    }
+  }
+  for (const QString& suffix : plotexport::imageSuffixes())
+    if (!latency->exportPlot(LatencyPanel::Plot::Time, QDir(tmp).filePath(QStringLiteral("latency.") + suffix), error)) return false;
+  if (!latency->exportCsv(QDir(tmp).filePath(QStringLiteral("latency.csv")), error)) return false;
+  emit message(QStringLiteral("report: latency written"));
+
+  const QByteArray json = QJsonDocument(m_window->currentSettings().toJson()).toJson();
+  return plotexport::writeFileAtomic(QDir(tmp).filePath(QStringLiteral("settings.json")), json, error);
+}

@@ -1,0 +1,37 @@
+// ReportWriter: File → Export report and `quantscope --report DIR`: every view's plot as PNG, PDF and
+// SVG with its data as CSV, plus settings.json that reproduces the view (`quantscope --settings`).
+// Files: format-grid, error-histogram (+ value-histogram, metrics.csv), flip-counts (a short built-in
+// training run), latency (a short CPU GEMM sweep). All or nothing: the files are written into a
+// temporary folder beside DIR and moved in only when every one of them succeeded.
+// Exercise: `QT_QPA_PLATFORM=offscreen quantscope --report /tmp/r --preset mx-fp4`, tests/tst_mainwindow.cpp.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
+
+class MainWindow;
+
+class ReportWriter : public QObject {
+  Q_OBJECT
+
+public:
+  explicit ReportWriter(MainWindow* window);
+
+  // Writes into `dir` (created when missing; files of the same names are replaced). false with
+  // *error naming the path and the reason; nothing is left behind then.
+  bool write(const QString& dir, QString* error = nullptr);
+  QStringList writtenFiles() const { return m_written; }  // names, after a successful write()
+
+  // The stems every report has.
+  static QStringList stems();
+
+signals:
+  void message(const QString& text);
+
+private:
+  bool writeInto(const QString& tmp, QString* error);
+
+  MainWindow* m_window;
+  QStringList m_written;
+};
