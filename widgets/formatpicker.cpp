@@ -34,7 +34,7 @@ FormatPicker::FormatPicker(const QString& prefix, bool compact, QWidget* parent)
   m_combo = new QComboBox;
   m_combo->setObjectName(name("formatCombo"));
   m_combo->setPlaceholderText(QStringLiteral("(custom)"));  // shown while a custom spec rules
-  m_combo->setMinimumContentsLength(compact ? 10 : 16);
+  m_combo->setMinimumContentsLength(compact ? 8 : 16);
   m_combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   for (const qs::Format& f : qs::named_formats()) {
     const QString n = QString::fromStdString(f.name);
@@ -57,6 +57,7 @@ FormatPicker::FormatPicker(const QString& prefix, bool compact, QWidget* parent)
                                        : QStringLiteral("custom spec, e.g. e3m3:bias=2:specials=none"));
   m_custom->setClearButtonEnabled(true);
   m_custom->setToolTip(kHint);
+  if (compact) m_custom->setMinimumWidth(60);
 
   if (compact) {
     auto* row = new QHBoxLayout(this);

@@ -100,6 +100,7 @@ MainWindow::MainWindow(QWidget* parent, bool persistent) : QMainWindow(parent), 
   logDock->setWidget(m_log);
   addDockWidget(Qt::BottomDockWidgetArea, logDock);
   resizeDocks({logDock}, {90}, Qt::Vertical);
+  resizeDocks({m_setup}, {370}, Qt::Horizontal);
 
   buildMenus();
   buildStatusBar();

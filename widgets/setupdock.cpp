@@ -43,7 +43,9 @@ SetupDock::SetupDock(QWidget* parent) : QDockWidget(QStringLiteral("Setup"), par
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
   scroll->setWidget(content);
-  scroll->setMinimumWidth(330);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setMinimumWidth(340);
+  content->setMinimumWidth(320);
   setWidget(scroll);
 }
 
@@ -57,6 +59,8 @@ QWidget* SetupDock::buildDataBox() {
 
   m_dist = new QComboBox;
   m_dist->setObjectName(QStringLiteral("distributionCombo"));
+  m_dist->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  m_dist->setMinimumContentsLength(14);
   const QStringList labels = {QStringLiteral("normal"), QStringLiteral("Laplace"), QStringLiteral("uniform"),
                               QStringLiteral("Student-t (ν = 3)"), QStringLiteral("normal + outliers (LLM-like)")};
   const auto dists = qs::all_distributions();
