@@ -1,6 +1,7 @@
 // Tests of LatencyPanel: a tiny live sweep (plots, CSV), Cancel mid-sweep, atomic export failures, and a
 // screenshot of the panel after a sweep (/tmp/qs-latency.png).
 // Run: `QT_QPA_PLATFORM=offscreen ./build/tst_latencypanel` (ctest sets the platform itself).
+#include <QComboBox>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -9,6 +10,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QStandardItemModel>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -38,6 +40,7 @@ class TestLatencyPanel : public QObject {
 
 private slots:
   void offersKernels();
+  void backendSelector();
   void tinySweepPlotsAndCsv();
   void rejectsBadInput();
   void cancelStopsPromptly();
@@ -59,6 +62,39 @@ void TestLatencyPanel::offersKernels() {
   QCOMPARE(panel.sizes(), (QList<int>{256, 512, 1024}));
   QCOMPARE(panel.threads(), 1);
   QVERIFY(!panel.isRunning());
+}
+
+// Without a GPU (CI) the CUDA entries are greyed out and say "no GPU", and choosing them changes nothing;
+// with one, the CUDA kernels are listed next to the CPU ones (the GPU sweep itself runs in
+// `quantscope-cli bench gemm --backend cuda` on the GPU machine).
+void TestLatencyPanel::backendSelector() {
+  LatencyPanel panel;
+  auto* combo = panel.findChild<QComboBox*>(QStringLiteral("backendCombo"));
+  QVERIFY(combo);
+  QCOMPARE(combo->count(), 3);
+  QCOMPARE(panel.backend(), LatencyPanel::Backend::Cpu);
+  QVERIFY(!panel.availableKernels().contains(QStringLiteral("fp32-cublas")));
+  if (!LatencyPanel::cudaAvailable()) {
+    auto* model = qobject_cast<QStandardItemModel*>(combo->model());
+    QVERIFY(model);
+    for (int i : {1, 2}) {
+      QVERIFY(!model->item(i)->isEnabled());
+      QVERIFY(model->item(i)->text().contains(QStringLiteral("no GPU")));
+    }
+    QVERIFY(LatencyPanel::cudaStatus().startsWith(QStringLiteral("no GPU")));
+    QVERIFY(!panel.setBackend(LatencyPanel::Backend::Cuda));
+    QVERIFY(!panel.setBackend(LatencyPanel::Backend::Both));
+    QCOMPARE(panel.backend(), LatencyPanel::Backend::Cpu);
+    QCOMPARE(panel.availableKernels().front(), QStringLiteral("fp32-eigen"));
+  } else {
+    QVERIFY(panel.setBackend(LatencyPanel::Backend::Both));
+    const QStringList both = panel.availableKernels();
+    for (const char* k : {"fp32-eigen", "fp32-cublas", "int8-cublaslt", "int8-dp4a"}) QVERIFY2(both.contains(QLatin1String(k)), k);
+    QVERIFY(panel.selectedKernels().contains(QStringLiteral("int8-cublaslt")));
+    QVERIFY(panel.setBackend(LatencyPanel::Backend::Cuda));
+    QVERIFY(!panel.availableKernels().contains(QStringLiteral("fp32-eigen")));
+    QCOMPARE(combo->currentIndex(), int(LatencyPanel::Backend::Cuda));
+  }
 }
 
 void TestLatencyPanel::tinySweepPlotsAndCsv() {

@@ -1,10 +1,12 @@
-// LatencyPanel: kernel/size/thread controls, a QtConcurrent sweep over qs::bench_gemm_cpu whose rows stream
-// into three log-log plots through a ~40 ms coalescing timer, and atomic PNG/PDF/SVG/CSV export.
+// LatencyPanel: backend/kernel/size/thread controls, a QtConcurrent sweep over qs::bench_gemm_cpu (and
+// qs::cuda::bench_gemm_cuda with a GPU) whose rows stream into three log-log plots through a ~40 ms
+// coalescing timer, and atomic PNG/PDF/SVG/CSV export.
 // Exercise: the Latency tab of `quantscope`, `QT_QPA_PLATFORM=offscreen ./build/tst_latencypanel`.
 #include "latencypanel.h"
 
 #include "plotexport.h"
 
+#include <QComboBox>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -25,6 +27,7 @@
 #include <QRegularExpression>
 #include <QSaveFile>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QThread>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -40,7 +43,11 @@
 #include <cstdio>
 #include <exception>
 
+#include "cuda/device.h"
 #include "gemm/gemm.h"
+#if defined(QS_HAVE_CUDA)
+#include "cuda/gemm_bench_cuda.cuh"
+#endif
 
 namespace {
 
@@ -68,6 +75,18 @@ QCPRange logRange(double lo, double hi, double margin) {
   return QCPRange(lo / margin, hi * margin);
 }
 
+QStringList cudaKernelNames() {
+  QStringList out;
+#if defined(QS_HAVE_CUDA)
+  if (LatencyPanel::cudaAvailable())
+    for (const std::string& n : qs::cuda::bench_gemm_cuda_kernels()) out << QString::fromStdString(n);
+#endif
+  return out;
+}
+
+// Measured in every sweep that uses their backend: the baselines of the speedup plot and of the int8 ratios.
+bool alwaysOn(const QString& k) { return k == u"fp32-eigen" || k == u"fp32-cublas" || k == u"int8-cublaslt"; }
+
 
 }  // namespace
 
@@ -90,30 +109,91 @@ LatencyPanel::~LatencyPanel() {
   }
 }
 
-void LatencyPanel::buildUi() {
-  m_kernelList = new QListWidget;
-  m_kernelList->setObjectName(QStringLiteral("kernelList"));
-  m_kernelList->setToolTip(QStringLiteral("Kernels to time. fp32-eigen is the baseline and is always measured; "
-                                          "-dq adds the fused dequantization, -e2e also quantizes the activations"));
-  const std::vector<std::string> names = qs::bench_gemm_kernels();
-  const auto& levels = qs::available_gemm_levels();
-  const QString best = levels.empty() ? QString()
-                                      : QStringLiteral("int8-") + QString::fromLatin1(qs::gemm_level_name(levels.back()));
-  for (const std::string& n : names) {
-    const QString name = QString::fromStdString(n);
+bool LatencyPanel::cudaAvailable() { return qs::cuda::device_info().available; }
+
+QString LatencyPanel::cudaStatus() { return QString::fromStdString(qs::cuda::device_info().message); }
+
+bool LatencyPanel::setBackend(Backend b) {
+  if (m_running || (b != Backend::Cpu && !cudaAvailable())) return false;
+  m_backend = b;
+  if (m_backendCombo && m_backendCombo->currentIndex() != int(b)) {
+    const QSignalBlocker block(m_backendCombo);
+    m_backendCombo->setCurrentIndex(int(b));
+  }
+  populateKernels();
+  // The speedup plot's baseline follows the backend.
+  if (auto* title = qobject_cast<QCPTextElement*>(m_plots[int(Plot::Speedup)]->plotLayout()->element(0, 0))) {
+    const QString tail = title->text().section(QStringLiteral("  ·  "), 1);
+    const QString head = b == Backend::Cpu    ? QStringLiteral("Speedup over fp32-eigen")
+                         : b == Backend::Cuda ? QStringLiteral("Speedup over fp32-cublas")
+                                              : QStringLiteral("Speedup over fp32 (eigen on the CPU, cublas on the GPU)");
+    title->setText(tail.isEmpty() ? head : head + QStringLiteral("  ·  ") + tail);
+    m_plots[int(Plot::Speedup)]->replot(QCustomPlot::rpQueuedReplot);
+  }
+  return true;
+}
+
+void LatencyPanel::populateKernels() {
+  m_kernelList->clear();
+  auto add = [&](const QString& name, bool on, const QString& tip) {
     auto* item = new QListWidgetItem(name, m_kernelList);
-    item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable);
-    const bool on = name == u"fp32-eigen" || name == best || name == best + QStringLiteral("-e2e");
-    item->setCheckState(on ? Qt::Checked : Qt::Unchecked);
-    if (name == u"fp32-eigen") {
-      item->setFlags(Qt::ItemIsEnabled);  // the baseline of the speedup plot: always on
-      item->setToolTip(QStringLiteral("The float baseline (Eigen sgemm): always measured"));
-    } else if (name.contains(u"onednn")) {
-      item->setToolTip(QStringLiteral("Comparison: %1").arg(QString::fromStdString(qs::bench_gemm_comparison())));
-    } else if (name == u"int8-ref" || name.startsWith(u"int8-generic")) {
-      item->setToolTip(QStringLiteral("Slow scalar kernel: keep the sizes small"));
+    item->setFlags(alwaysOn(name) ? Qt::ItemIsEnabled : Qt::ItemIsEnabled | Qt::ItemIsUserCheckable);
+    item->setCheckState(on || alwaysOn(name) ? Qt::Checked : Qt::Unchecked);
+    if (!tip.isEmpty()) item->setToolTip(tip);
+  };
+  if (m_backend != Backend::Cuda) {
+    const auto& levels = qs::available_gemm_levels();
+    const QString best = levels.empty() ? QString()
+                                        : QStringLiteral("int8-") + QString::fromLatin1(qs::gemm_level_name(levels.back()));
+    for (const std::string& n : qs::bench_gemm_kernels()) {
+      const QString name = QString::fromStdString(n);
+      QString tip;
+      if (name == u"fp32-eigen") tip = QStringLiteral("The float baseline (Eigen sgemm): always measured");
+      else if (name.contains(u"onednn")) tip = QStringLiteral("Comparison: %1").arg(QString::fromStdString(qs::bench_gemm_comparison()));
+      else if (name == u"int8-ref" || name.startsWith(u"int8-generic")) tip = QStringLiteral("Slow scalar kernel: keep the sizes small");
+      add(name, name == best || name == best + QStringLiteral("-e2e"), tip);
     }
   }
+  if (m_backend != Backend::Cpu) {
+    const QStringList names = cudaKernelNames();
+    const QString best = names.contains(QStringLiteral("int8-wgmma")) ? QStringLiteral("int8-wgmma") : QStringLiteral("int8-mma");
+    for (const QString& name : names) {
+      QString tip = QStringLiteral("GPU: %1").arg(cudaStatus());
+      if (name == u"fp32-cublas") tip = QStringLiteral("The GPU float baseline (cuBLAS sgemm): always measured");
+      else if (name == u"int8-cublaslt") tip = QStringLiteral("NVIDIA's int8 GEMM, the line our int8 kernels are held to: always measured");
+      add(name, name == best || name == best + QStringLiteral("-dq"), tip);
+    }
+  }
+}
+
+void LatencyPanel::buildUi() {
+  m_backendCombo = new QComboBox;
+  m_backendCombo->setObjectName(QStringLiteral("backendCombo"));
+  m_backendCombo->addItems({QStringLiteral("CPU"), QStringLiteral("CUDA"), QStringLiteral("CPU + CUDA")});
+  if (!cudaAvailable()) {
+    // Greyed out, saying why: no CUDA build, no driver or no device.
+    auto* model = qobject_cast<QStandardItemModel*>(m_backendCombo->model());
+    for (int i : {1, 2}) {
+      QStandardItem* item = model->item(i);
+      item->setText(item->text() + QStringLiteral(" (no GPU)"));
+      item->setEnabled(false);
+      item->setToolTip(cudaStatus());
+    }
+    m_backendCombo->setToolTip(cudaStatus());
+  } else {
+    m_backendCombo->setToolTip(QStringLiteral("GPU: %1").arg(cudaStatus()));
+  }
+  connect(m_backendCombo, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (!setBackend(Backend(i))) {
+      const QSignalBlocker block(m_backendCombo);
+      m_backendCombo->setCurrentIndex(int(m_backend));
+    }
+  });
+  m_kernelList = new QListWidget;
+  m_kernelList->setObjectName(QStringLiteral("kernelList"));
+  m_kernelList->setToolTip(QStringLiteral("Kernels to time. fp32-eigen / fp32-cublas are the baselines and are always "
+                                          "measured; -dq adds the fused dequantization, -e2e also quantizes the activations"));
+  populateKernels();
   m_kernelList->setMinimumHeight(120);
 
   m_sizesEdit = new QLineEdit(QStringLiteral("256,512,1024"));
@@ -153,6 +233,7 @@ void LatencyPanel::buildUi() {
   m_exportButton->setMenu(menu);
 
   auto* form = new QFormLayout;
+  form->addRow(QStringLiteral("Backend:"), m_backendCombo);
   form->addRow(QStringLiteral("Sizes:"), m_sizesEdit);
   form->addRow(QStringLiteral("Threads:"), m_threadsSpin);
   auto* buttons = new QHBoxLayout;
@@ -299,9 +380,11 @@ bool LatencyPanel::runSweep(const QList<int>& sizeList, const QStringList& kerne
     if (v > 0 && !s.contains(v)) s << v;
   std::sort(s.begin(), s.end());
   const QStringList offered = availableKernels();
-  QStringList kernels{QStringLiteral("fp32-eigen")};  // the baseline, first, as the benchmark times it
-  for (const QString& k : offered)  // benchmark order, so legends read the same every time
-    if (k != u"fp32-eigen" && kernelList.contains(k)) kernels << k;
+  QStringList kernels;  // the baselines first, then benchmark order, so legends read the same every time
+  for (const QString& k : offered)
+    if (alwaysOn(k)) kernels << k;
+  for (const QString& k : offered)
+    if (!alwaysOn(k) && kernelList.contains(k)) kernels << k;
   QStringList unknown;
   for (const QString& k : kernelList)
     if (!offered.contains(k)) unknown << k;
@@ -326,7 +409,10 @@ bool LatencyPanel::runSweep(const QList<int>& sizeList, const QStringList& kerne
   qs::BenchGemmConfig cfg;
   for (int v : s) cfg.shapes.push_back({.M = v, .K = v, .N = v});
   cfg.threads = threadCount;
-  for (const QString& k : kernels) cfg.kernels.push_back(k.toStdString());
+  qs::BenchGemmConfig gpu = cfg;  // the CUDA kernels of the same sweep
+  const QStringList onGpu = cudaKernelNames();
+  for (const QString& k : kernels) (onGpu.contains(k) ? gpu : cfg).kernels.push_back(k.toStdString());
+  const bool runCpu = !cfg.kernels.empty(), runGpu = !gpu.kernels.empty();
 
   m_rows.clear();
   m_shared = std::make_shared<Shared>();
@@ -343,7 +429,7 @@ bool LatencyPanel::runSweep(const QList<int>& sizeList, const QStringList& kerne
 
   std::shared_ptr<Shared> shared = m_shared;
   QPointer<LatencyPanel> self(this);
-  auto job = [cfg, shared, self](QPromise<void>& promise) {
+  auto job = [cfg, gpu, runCpu, runGpu, shared, self](QPromise<void>& promise) {
     auto onRow = [&](const qs::BenchGemmRow& row) {
       {
         QMutexLocker lock(&shared->mutex);
@@ -354,13 +440,21 @@ bool LatencyPanel::runSweep(const QList<int>& sizeList, const QStringList& kerne
         if (self && !self->m_coalesce.isActive()) self->m_coalesce.start();
       }, Qt::QueuedConnection);
     };
-    auto progress = [&](std::size_t done, std::size_t total) {
-      promise.setProgressRange(0, int(total));
-      promise.setProgressValue(int(done));
+    // The CPU part first, then the GPU part; progress counts kernel runs of both.
+    const std::size_t cpuRuns = runCpu ? cfg.shapes.size() * cfg.kernels.size() : 0;
+    const std::size_t gpuRuns = runGpu ? gpu.shapes.size() * gpu.kernels.size() : 0;
+    std::size_t offset = 0;
+    auto progress = [&](std::size_t done, std::size_t) {
+      promise.setProgressRange(0, int(cpuRuns + gpuRuns));
+      promise.setProgressValue(int(offset + done));
       return !promise.isCanceled();
     };
     try {
-      qs::bench_gemm_cpu(cfg, onRow, progress);
+      if (runCpu) qs::bench_gemm_cpu(cfg, onRow, progress);
+      offset = cpuRuns;
+#if defined(QS_HAVE_CUDA)
+      if (runGpu && !promise.isCanceled()) qs::cuda::bench_gemm_cuda(gpu, onRow, {}, progress);
+#endif
     } catch (const std::exception& e) {
       QMutexLocker lock(&shared->mutex);
       shared->error = QString::fromUtf8(e.what());
@@ -389,7 +483,7 @@ void LatencyPanel::resetPlots(const QStringList& kernels, int threadCount) {
       QCPGraph* g = plot->addGraph();
       g->setName(kernels[i]);
       const QColor c = kPalette[i % std::size(kPalette)];
-      QPen pen(c, kernels[i] == u"fp32-eigen" ? 2.4 : 1.8);
+      QPen pen(c, kernels[i] == u"fp32-eigen" || kernels[i] == u"fp32-cublas" ? 2.4 : 1.8);
       if (kernels[i].endsWith(u"-e2e")) pen.setStyle(Qt::DashLine);
       if (kernels[i].endsWith(u"-dq")) pen.setStyle(Qt::DashDotLine);
       g->setPen(pen);
@@ -490,6 +584,7 @@ void LatencyPanel::setControlsRunning(bool running) {
   m_runButton->setEnabled(!running);
   m_cancelButton->setEnabled(running);
   m_kernelList->setEnabled(!running);
+  m_backendCombo->setEnabled(!running);
   m_sizesEdit->setEnabled(!running);
   m_threadsSpin->setEnabled(!running);
 }
