@@ -8,6 +8,7 @@
 #include <QImage>
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QToolTip>
 #include <QtTest>
 
 #include <qcustomplot.h>
@@ -172,6 +173,11 @@ void TestSqnrHeatmap::clickEmitsTensorActivated() {
     QCOMPARE(args.at(1).toString(), map.tensorNames()[t]);
     QCOMPARE(args.at(2).toInt(), k);
   }
+  // Hovering a cell shows its exact numbers.
+  QTest::mouseMove(map.plot(), map.cellCenter(2, 1));
+  QTRY_VERIFY(QToolTip::isVisible());
+  QVERIFY2(QToolTip::text().contains(map.tensorNames()[2]), qPrintable(QToolTip::text()));
+  QVERIFY(QToolTip::text().contains(QString::number(map.cell(2, 1).sqnr_db, 'f', 2) + QStringLiteral(" dB")));
   // Outside the cells: nothing.
   QTest::mouseClick(map.plot(), Qt::LeftButton, {}, QPoint(3, 3));
   QCOMPARE(activated.count(), 0);

@@ -121,6 +121,7 @@ void SqnrHeatmap::buildUi() {
   m_progress->setObjectName(QStringLiteral("heatmapProgress"));
   m_progress->setRange(0, 1);
   m_progress->setFormat(QStringLiteral("%v / %m tensors"));
+  m_progress->setMinimumWidth(170);
   m_progress->setMaximumWidth(220);
   m_cancelButton = new QPushButton(QStringLiteral("Cancel"));
   m_cancelButton->setObjectName(QStringLiteral("cancelButton"));
