@@ -17,6 +17,8 @@
 
 #include <qcustomplot.h>
 
+#include <cmath>
+
 namespace {
 
 qs::TrainConfig tiny(int epochs) {
@@ -42,6 +44,8 @@ class tst_TrainingPanel : public QObject {
   void overlayAndHide();
   void exportsEveryPlot();
   void invalidInputShowsAMessage();
+  void divergingRunKeepsItsSteps();
+  void fashionMnistRun();
   void flipCountsReport();
   void screenshot();
 
@@ -198,6 +202,35 @@ void tst_TrainingPanel::invalidInputShowsAMessage() {
   QVERIFY(err.isEmpty());
   QCOMPARE(m_panel->config(&err).epochs, 1);
   QVERIFY2(err.isEmpty(), qPrintable(err));
+}
+
+void tst_TrainingPanel::divergingRunKeepsItsSteps() {
+  QSignalSpy finished(m_panel, &TrainingPanel::runFinished);
+  qs::TrainConfig c = tiny(1);
+  c.optimizer = qs::OptimizerKind::Sgd;
+  c.lr = 1e8;
+  QVERIFY(m_panel->startRun(c, true));
+  QVERIFY(waitFinished(finished));
+  QCOMPARE(finished.front().at(1).toString(), QStringLiteral("diverged"));
+  QVERIFY2(m_panel->statusText().contains(QStringLiteral("diverged")), qPrintable(m_panel->statusText()));
+  const TrainingRun& r = m_panel->run(m_panel->runCount() - 1);
+  QVERIFY(!r.steps.empty());
+  QVERIFY(std::isnan(r.loss.back()));
+  QVERIFY(m_panel->findChild<QPushButton*>(QStringLiteral("startButton"))->isEnabled());  // usable again
+}
+
+void tst_TrainingPanel::fashionMnistRun() {
+  if (!TrainingPanel::fashionMnistAvailable()) QSKIP("dataset-fashion-mnist is not installed");
+  QSignalSpy finished(m_panel, &TrainingPanel::runFinished);
+  QSignalSpy appended(m_panel, &TrainingPanel::stepsAppended);
+  QVERIFY(m_panel->startRun(tiny(1), false));
+  QVERIFY(appended.wait(60000));  // loads the 60 000 images on the worker, then streams
+  m_panel->stop();
+  QVERIFY(waitFinished(finished, 30000));
+  const TrainingRun& r = m_panel->run(m_panel->runCount() - 1);
+  QCOMPARE(r.dataset, QStringLiteral("fashion-mnist"));
+  QVERIFY(!r.steps.empty());
+  QVERIFY(r.steps.size() < std::size_t(938));  // 60 000 / 64 steps in the epoch: stopped early
 }
 
 void tst_TrainingPanel::flipCountsReport() {
