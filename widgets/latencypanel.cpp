@@ -597,10 +597,10 @@ QByteArray LatencyPanel::csv() const {
   return buf;
 }
 
-bool LatencyPanel::exportPlot(Plot which, const QString& path, QString* error) {
+bool LatencyPanel::exportPlot(Plot which, const QString& path, QString* error, QSize size) {
   static const char* const titles[] = {"GEMM time", "GEMM throughput", "GEMM speedup"};
   return plotexport::exportPlot(m_plots[int(which)], path, [this] { return csv(); },
-                                QStringLiteral("QuantScope %1").arg(QString::fromLatin1(titles[int(which)])), error);
+                                QStringLiteral("QuantScope %1").arg(QString::fromLatin1(titles[int(which)])), error, size);
 }
 
 bool LatencyPanel::exportCsv(const QString& path, QString* error) const {

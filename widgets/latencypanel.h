@@ -65,7 +65,7 @@ public:
 
   // Atomic exports (QSaveFile): a plot to .png/.pdf/.svg by suffix, or .csv for the rows with the
   // columns of `quantscope-cli bench gemm`. On failure nothing is left at `path`; *error says why.
-  bool exportPlot(Plot which, const QString& path, QString* error = nullptr);
+  bool exportPlot(Plot which, const QString& path, QString* error = nullptr, QSize size = {});
   bool exportCsv(const QString& path, QString* error = nullptr) const;
   QByteArray csv() const;  // the rows, as `bench gemm` prints them
   static QStringList plotSuffixes();  // "png", "pdf", and "svg" when built with Qt SVG
