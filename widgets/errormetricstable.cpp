@@ -83,7 +83,7 @@ void ErrorMetricsTable::setRows(const QVector<Row>& rows) {
     name->setData(kSortRole, r);
     name->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
     if (!row.error.isEmpty()) name->setToolTip(row.error);
-    else if (row.view) name->setToolTip(QStringLiteral("grid drawn: %1").arg(QString::fromStdString(row.view->grid.note)));
+    else if (row.view) name->setToolTip(QStringLiteral("grid drawn: %1").arg(errortext::superscriptPowers(QString::fromStdString(row.view->grid.note))));
     setItem(r, Scheme, name);
     for (int c = Sqnr; c < ColumnCount; ++c) {
       QString text;

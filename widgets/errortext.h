@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QLocale>
+#include <QRegularExpression>
 #include <QString>
 
 #include <cmath>
@@ -22,6 +23,20 @@ inline QString decibel(double v) {
   if (std::isnan(v)) return QStringLiteral("—");
   if (std::isinf(v)) return v > 0 ? QStringLiteral("∞ (exact)") : QStringLiteral("−∞");
   return QString::number(v, 'f', 2).replace(u'-', u'−');
+}
+
+// "scale 2^-3" (the engine's plain-text notes) as "scale 2⁻³".
+inline QString superscriptPowers(QString text) {
+  static const QRegularExpression power(QStringLiteral("2\\^(-?)(\\d+)"));
+  static const char16_t* digits[] = {u"⁰", u"¹", u"²", u"³", u"⁴", u"⁵", u"⁶", u"⁷", u"⁸", u"⁹"};
+  QRegularExpressionMatch m;
+  while ((m = power.match(text)).hasMatch()) {
+    QString sup = QStringLiteral("2");
+    if (!m.captured(1).isEmpty()) sup += QChar(u'⁻');
+    for (QChar c : m.captured(2)) sup += QString::fromUtf16(digits[c.digitValue()]);
+    text.replace(m.capturedStart(), m.capturedLength(), sup);
+  }
+  return text;
 }
 
 }  // namespace errortext
