@@ -6,7 +6,7 @@
 #include "quant/error_view.h"
 
 #include <algorithm>
-#include <bit>
+#include <array>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -26,14 +26,13 @@ bool is_affine(const Format& f) { return f.is_int() && !f.is_signed; }
 
 using namespace detail;
 
-// One chunk's counters. Within a chunk (at most 2^20 elements) 32 bits cannot overflow; the error
-// counters are kept four times over (element i & 3) so that runs of equal codes, the common case,
-// do not serialise on one memory location.
+// One chunk's counters. The error counters are kept four times over (element i & 3) so that runs of
+// equal codes, the common case, do not serialise on one memory location.
 struct Local {
   static constexpr int kWays = 4;
   int bins, ways;                        // value histogram replicas: 4 for small histograms
-  std::vector<uint32_t> value;           // ways x (bins + kValueExtra)
-  std::array<uint32_t, kWays * 2 * kErrCodes> abs{}, rel{};
+  std::vector<uint64_t> value;           // ways x (bins + kValueExtra)
+  std::array<uint64_t, kWays * 2 * kErrCodes> abs{}, rel{};
   explicit Local(int b) : bins(b), ways(b <= 4096 ? kWays : 1), value(std::size_t(ways) * (b + kValueExtra), 0) {}
 };
 
@@ -56,9 +55,9 @@ void pass_run(const float* x, const float* q, std::size_t n, const ErrorCodePara
   alignas(64) int32_t vc[kTile], ac[kTile], rc[kTile];
   const std::size_t vstride = std::size_t(h.bins) + kValueExtra, vmask = std::size_t(h.ways - 1);
   constexpr std::size_t estride = 2 * kErrCodes;
-  uint32_t* value = h.value.data();
-  uint32_t* ab = h.abs.data();
-  uint32_t* rl = h.rel.data();
+  uint64_t* value = h.value.data();
+  uint64_t* ab = h.abs.data();
+  uint64_t* rl = h.rel.data();
   for (std::size_t i0 = 0; i0 < n; i0 += kTile) {
     const std::size_t m = std::min(kTile, n - i0);
     error_codes(x + i0, q + i0, m, p, vc, ac, rc, level);
