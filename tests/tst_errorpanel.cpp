@@ -217,6 +217,11 @@ void TestErrorPanel::cacheComputesOnlyNewSchemes() {
   QVERIFY(panel.waitForIdle(30000));
   QVERIFY(messages.last().at(0).toString().contains(QStringLiteral("1 scheme ")));
   QCOMPARE(panel.view(0).get(), first.get());  // the same result object: not recomputed
+  // Back to a cached list: shown at once, no computation.
+  panel.setSchemes(schemes({"e5m2/tensor"}));
+  QVERIFY(!panel.isBusy());
+  QCOMPARE(panel.metricsTable()->rowCount(), 1);
+  QCOMPARE(panel.errorPlot()->series().size(), 1);
   // The same format with other options is another scheme.
   qs::EncodeOptions stochastic;
   stochastic.rounding = qs::Rounding::Stochastic;

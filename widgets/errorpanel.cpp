@@ -244,7 +244,12 @@ void ErrorPanel::recompute() {
   m_clock.start();
   setBusy(!missing.empty());
   m_progress->setValue(0);
-  scheduleRefresh();
+  if (missing.empty()) {  // all cached: show it now, so waitForIdle() + export see this list
+    m_refreshTimer.stop();
+    refresh();
+  } else {
+    scheduleRefresh();
+  }
 }
 
 void ErrorPanel::cancel() {
@@ -262,7 +267,13 @@ void ErrorPanel::setBusy(bool busy) {
 }
 
 bool ErrorPanel::waitForIdle(int ms) {
-  if (!m_busy) return true;
+  if (!m_busy) {
+    if (m_refreshTimer.isActive()) {  // results that arrived but are not drawn yet
+      m_refreshTimer.stop();
+      refresh();
+    }
+    return true;
+  }
   QEventLoop loop;
   QTimer timeout;
   timeout.setSingleShot(true);
