@@ -86,7 +86,7 @@ std::vector<double> elementBounds(const qs::Scheme& s, const std::vector<float>&
   }
   std::vector<double> bound(groups);
   const qs::Format& f = s.format;
-  if (s.granularity == qs::Granularity::None) return std::vector<double>(n, f.max_finite);  // scale 1
+  if (s.granularity == qs::Granularity::None) return std::vector<double>(n, f.overflow_threshold);  // scale 1
   for (std::size_t g = 0; g < groups; ++g) {
     const double amax = std::max(std::fabs(lo[g]), std::fabs(hi[g]));
     if (affine(f)) {
@@ -104,7 +104,7 @@ std::vector<double> elementBounds(const qs::Scheme& s, const std::vector<float>&
     } else {
       scale = qs::amax_scale(f, amax);
     }
-    bound[g] = double(scale) * f.max_finite;
+    bound[g] = double(scale) * f.overflow_threshold;  // where nearest rounding leaves the range
   }
   std::vector<double> out(n);
   for (std::size_t i = 0; i < n; ++i) out[i] = bound[group[i]];

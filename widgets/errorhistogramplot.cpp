@@ -105,7 +105,7 @@ void ErrorHistogramPlot::rebuild() {
   const bool abs = m_mode == Mode::Absolute;
   m_title->setText(abs ? QStringLiteral("Round-trip error  |x − q|") : QStringLiteral("Relative error  |x − q| / |x|"));
   xAxis->setLabel(abs ? QStringLiteral("|x − q|  (log₂ bins)") : QStringLiteral("|x − q| / |x|  (log₂ bins)"));
-  m_subtitle->setText(QStringLiteral("filled: rounding   ·   hatched: clipping (|x| > scale · max finite)"));
+  m_subtitle->setText(QStringLiteral("filled: rounding   ·   hatched: clipping (|x/scale| beyond the format's range)"));
 
   int first = qs::Log2ErrorHistogram::kBins, last = -1;
   double ymin = 1, ymax = 0;

@@ -56,7 +56,7 @@ ErrorMetricsTable::ErrorMetricsTable(QWidget* parent) : QTableWidget(0, ColumnCo
                         "Mean squared error over the finite values",
                         "Largest |x − q|",
                         "Mean |x − q|",
-                        "Values beyond their group's clip bound (scale × max finite)",
+                        "Values beyond their group's clip bound: scale × where round-to-nearest leaves the format's range",
                         "Values at or beyond the format's overflow threshold (clipped, or sent to inf/NaN under ieee)",
                         "Non-zero values that became zero",
                         "NaN inputs (the format keeps them as NaN, or maps them to 0 where it has no NaN)"};

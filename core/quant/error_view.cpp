@@ -105,8 +105,8 @@ struct MinMaxAcc {
 GroupScale group_scale(const Scheme& s, const MinMaxAcc& mm, bool mx, bool two_level, float ts) {
   GroupScale g;
   const Format& f = s.format;
-  if (s.granularity == Granularity::None) {  // a plain cast: scale 1, clipped beyond max finite
-    g.bound = f.max_finite;
+  if (s.granularity == Granularity::None) {  // a plain cast: scale 1, clipped where it overflows
+    g.bound = clip_bound(f, 1.0f);
     g.real = true;
     return g;
   }
@@ -129,7 +129,7 @@ GroupScale group_scale(const Scheme& s, const MinMaxAcc& mm, bool mx, bool two_l
   }
   g.real = mm.amax > 0 && scale > 0 && std::isfinite(scale);
   g.scale = (scale > 0 && std::isfinite(scale)) ? scale : 1.0f;  // an underflowed block is all zero
-  g.bound = double(g.scale) * f.max_finite;
+  g.bound = clip_bound(f, g.scale);
   return g;
 }
 

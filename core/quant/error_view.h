@@ -37,7 +37,7 @@ struct LinearHistogram {
 };
 
 // Magnitudes binned by their float32 binary exponent, the error split by whether the element was
-// clipped (|x| > B, B = scale * max finite of its group, as in ErrorMetrics) or only rounded.
+// clipped (|x| > B, B = clip_bound(format, scale) of its group, as in ErrorMetrics) or only rounded.
 // Bin k in [1, 254] holds [2^(k-127), 2^(k-126)); bin 0 holds the float32 subnormals (0, 2^-126).
 // For n finite inputs: sum(rounding) + sum(clipping) + zeros + non_finite + undefined = n.
 struct Log2ErrorHistogram {

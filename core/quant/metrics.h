@@ -28,7 +28,7 @@ struct ErrorMetrics {
   double sum_x2 = 0, sum_e2 = 0, sum_abs_e = 0, max_abs_e = 0;
   double sum_clip2 = 0;        // squared error of the clipping part: x - clamp(x, -B, B)
   double sum_round2 = 0;       // squared error of the rounding part: clamp(x, -B, B) - q
-  uint64_t clipped = 0;        // elements with |x| > B (B = scale * max finite of their group)
+  uint64_t clipped = 0;        // elements with |x| > B (B = clip_bound(format, scale) of their group)
   Log2Histogram abs_error;     // |x - q|
   Log2Histogram rel_error;     // |x - q| / |x| for x != 0
   Log2Histogram binade;        // |x / s|: which binade of the format each value falls in
@@ -41,7 +41,7 @@ struct ErrorMetrics {
   ErrorMetrics& operator+=(const ErrorMetrics& o);
 };
 
-// Accumulates one group of n elements quantized with scale s and clip bound B = s * max_finite.
+// Accumulates one group of n elements quantized with scale s and clip bound B (see clip_bound in scheme.h).
 void accumulate_metrics(ErrorMetrics& m, const float* x, const float* q, std::size_t n, float scale, double bound);
 
 // "kind,bin_lo,bin_hi,count" rows (kind = abs_error | rel_error | binade), non-empty bins only,

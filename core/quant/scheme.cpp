@@ -75,7 +75,7 @@ struct GroupQuantizer {
     }
     if (metrics) {
       const double bound = affine(s.format) ? std::max(std::fabs(mm.lo), std::fabs(mm.hi))
-                                            : double(used_scale) * s.format.max_finite;
+                                            : clip_bound(s.format, used_scale);
       accumulate_metrics(local, x, y, n, used_scale, bound);
     }
   }

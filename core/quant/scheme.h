@@ -44,6 +44,13 @@ float amax_scale(const Format& f, double amax);
 // OCP MX: s = 2^(floor(log2 amax) - floor(log2 max_finite)), clamped to E8M0's range [2^-127, 2^127].
 float mx_scale(const Format& element, double amax);
 
+// The clip bound of a group quantized with scale s: |x| beyond it counts as clipped (and its error
+// beyond the bound as clipping error). It is s times the format's overflow threshold, where round to
+// nearest leaves the range, not s times max finite: with s = amax / max computed in float32, the amax
+// element itself can sit one float ulp above s * max and merely rounds down to max; the clipped counts
+// then agree with the encoder's overflow counts instead of reporting one "clipped" value per group.
+inline double clip_bound(const Format& f, float scale) { return double(scale) * f.overflow_threshold; }
+
 struct SchemeOutput {
   EncodeStats stats;
   double amax = 0;              // max |x| over finite x
@@ -54,7 +61,7 @@ struct SchemeOutput {
 
 // y = the scheme's fake quantization of x (float32, C order, `shape`); y may alias nothing in x.
 // Stochastic rounding draws by flat element index, so results do not depend on threads.
-// With `metrics`, each group's error metrics are accumulated into it (clip bound: scale * max finite).
+// With `metrics`, each group's error metrics are accumulated into it (clip bound: clip_bound()).
 SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int64_t>& shape, float* y,
                           int threads = 1, const ProgressFn& progress = {}, ErrorMetrics* metrics = nullptr);
 
