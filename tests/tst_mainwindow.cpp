@@ -167,6 +167,9 @@ void TestMainWindow::settingsRoundTrip() {
   QCOMPARE(shown.schemes, s.schemes);
   QCOMPARE(shown.seed, s.seed);
   QCOMPARE(shown.synthetic.seed, s.synthetic.seed);
+  QCOMPARE(shown.synthetic.dof, 4.0);  // regression: the dock used to drop ν (no control for it)
+  QCOMPARE(shown.synthetic.n, s.synthetic.n);
+  QVERIFY(w.currentTensor().name.contains(QStringLiteral("ν=4")));
   QCOMPARE(w.formatPlot()->format(), qs::parse_format("e3m3:bias=2:specials=none"));
 }
 

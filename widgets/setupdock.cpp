@@ -62,7 +62,7 @@ QWidget* SetupDock::buildDataBox() {
   m_dist->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   m_dist->setMinimumContentsLength(14);
   const QStringList labels = {QStringLiteral("normal"), QStringLiteral("Laplace"), QStringLiteral("uniform"),
-                              QStringLiteral("Student-t (ν = 3)"), QStringLiteral("normal + outliers (LLM-like)")};
+                              QStringLiteral("Student-t"), QStringLiteral("normal + outliers (LLM-like)")};
   const auto dists = qs::all_distributions();
   for (std::size_t i = 0; i < dists.size(); ++i)
     m_dist->addItem(labels[int(i)], QString::fromLatin1(qs::distribution_name(dists[i]).data()));
@@ -87,6 +87,12 @@ QWidget* SetupDock::buildDataBox() {
   m_outlierScale->setRange(1, 1e5);
   m_outlierScale->setValue(50);
   m_outlierScale->setToolTip(QStringLiteral("Outliers: their size in units of σ (0.1% of the values of 4 rows)"));
+  m_dof = new QDoubleSpinBox;
+  m_dof->setObjectName(QStringLiteral("dofSpin"));
+  m_dof->setRange(0.5, 1000);
+  m_dof->setDecimals(1);
+  m_dof->setValue(3);
+  m_dof->setToolTip(QStringLiteral("Student-t degrees of freedom ν: smaller means heavier tails"));
 
   auto* form = new QFormLayout;
   form->setContentsMargins(18, 0, 0, 0);
@@ -94,6 +100,7 @@ QWidget* SetupDock::buildDataBox() {
   form->addRow(QStringLiteral("Values"), m_size);
   form->addRow(QStringLiteral("Scale σ"), m_sigma);
   form->addRow(QStringLiteral("Outliers ×σ"), m_outlierScale);
+  form->addRow(QStringLiteral("Student-t ν"), m_dof);
   form->addRow(QStringLiteral("Seed"), m_seed);
 
   m_filter = new QLineEdit;
@@ -131,6 +138,7 @@ QWidget* SetupDock::buildDataBox() {
   connect(m_seed, &QSpinBox::valueChanged, this, changed);
   connect(m_sigma, &QDoubleSpinBox::valueChanged, this, changed);
   connect(m_outlierScale, &QDoubleSpinBox::valueChanged, this, changed);
+  connect(m_dof, &QDoubleSpinBox::valueChanged, this, changed);
   connect(m_synthetic, &QRadioButton::clicked, this, changed);
   connect(m_fromFile, &QRadioButton::clicked, this, [this] {
     if (auto* item = m_tree->currentItem()) onItemActivated(item);
@@ -153,10 +161,11 @@ QWidget* SetupDock::buildDataBox() {
 bool SetupDock::syntheticSelected() const { return m_synthetic->isChecked(); }
 
 qs::SyntheticSpec SetupDock::syntheticSpec() const {
-  qs::SyntheticSpec s;
+  qs::SyntheticSpec s = m_spec;
   s.dist = qs::parse_distribution(m_dist->currentData().toString().toStdString());
   s.n = std::size_t(m_size->currentData().toLongLong());
-  s.cols = std::min<std::size_t>(1024, s.n);
+  if (s.cols == 0 || s.n % s.cols != 0) s.cols = std::min<std::size_t>(1024, s.n);
+  s.dof = m_dof->value();
   s.seed = uint64_t(m_seed->value());
   s.sigma = m_sigma->value();
   s.outlier_scale = m_outlierScale->value();
@@ -165,6 +174,8 @@ qs::SyntheticSpec SetupDock::syntheticSpec() const {
 
 void SetupDock::setSyntheticSpec(const qs::SyntheticSpec& s) {
   m_loading = true;
+  m_spec = s;
+  m_dof->setValue(s.dof);
   m_dist->setCurrentIndex(m_dist->findData(QString::fromLatin1(qs::distribution_name(s.dist).data())));
   int sizeIndex = m_size->findData(qint64(s.n));
   if (sizeIndex < 0) {

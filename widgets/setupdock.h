@@ -56,6 +56,8 @@ private:
   QSpinBox* m_seed = nullptr;
   QDoubleSpinBox* m_sigma = nullptr;
   QDoubleSpinBox* m_outlierScale = nullptr;
+  QDoubleSpinBox* m_dof = nullptr;
+  qs::SyntheticSpec m_spec;  // fields without a control (columns, outlier share and rows) come from here
   QLineEdit* m_filter = nullptr;
   QTreeWidget* m_tree = nullptr;
   SchemeList* m_schemes = nullptr;

@@ -98,7 +98,12 @@ void ValueHistogramPlot::setHistogram(const qs::LinearHistogram& h, const QStrin
   m_histGraph->setData(keys, values, true);
   m_histGraph->setName(QStringLiteral("values (%1 bins)").arg(bins));
 
-  m_title->setText(name.isEmpty() ? QStringLiteral("Values") : QStringLiteral("Values of %1").arg(name));
+  // Long names (a synthetic tensor's full description) would run past the plot: keep the part before
+  // the first comma, or elide the middle; the line above the plots has the whole name.
+  QString shown = name;
+  if (shown.size() > 48) shown = shown.section(QStringLiteral(", "), 0, 0);
+  if (shown.size() > 48) shown = shown.left(22) + QStringLiteral("…") + shown.right(22);
+  m_title->setText(shown.isEmpty() ? QStringLiteral("Values") : QStringLiteral("Values of %1").arg(shown));
   const uint64_t finite = h.total() - h.nan - h.pos_inf - h.neg_inf;
   QString text = QStringLiteral("%1 values in [%2, %3]")
                      .arg(errortext::count(finite), errortext::value(h.lo), errortext::value(h.hi));
