@@ -13,6 +13,8 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QPlainTextEdit>
+#include <QSettings>
+#include <QStandardPaths>
 #include <QSignalSpy>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -51,6 +53,7 @@ private slots:
   void badFileIsReported();
   void reportWritesEveryFile();
   void reportIntoUnwritableFolder();
+  void settingsPersist();
 
 private:
   QTemporaryDir m_dir;
@@ -343,6 +346,39 @@ void TestMainWindow::reportIntoUnwritableFolder() {
   QVERIFY(!w.exportReport(blocker, &why));
   QVERIFY(why.contains(QStringLiteral("not a folder")));
   QVERIFY(QFileInfo(blocker).isFile());
+}
+
+// QSettings: recent files, schemes and the view come back in the next session (test-mode paths and
+// their own organization name, so the user's settings are never touched).
+void TestMainWindow::settingsPersist() {
+  QStandardPaths::setTestModeEnabled(true);
+  QCoreApplication::setOrganizationName(QStringLiteral("QuantScopeTest"));
+  QCoreApplication::setApplicationName(QStringLiteral("tst_mainwindow"));
+  QSettings().clear();
+  const QString path = m_dir.filePath(QStringLiteral("persist.npy"));
+  std::vector<float> x(256, 1.5f);
+  qs::write_npy(path.toStdString(), qs::make_npy(qs::DType::F32, {16, 16}, x.data()));
+  const QList<SchemeSetting> schemes = {SchemeSetting{QStringLiteral("e3m2fn"), QStringLiteral("block:32")},
+                                        SchemeSetting{QStringLiteral("uint8"), QStringLiteral("tensor")}};
+  {
+    MainWindow w(nullptr, true);
+    w.setInteractive(false);
+    QVERIFY(w.waitForIdle(30000));
+    w.openFile(path);
+    QVERIFY(w.waitForIdle(30000));
+    w.setupDock()->schemeList()->setSettings(schemes);
+    QVERIFY(w.selectFormat(QStringLiteral("e2m3fn")));
+    w.close();  // saves
+  }
+  MainWindow again(nullptr, true);
+  again.setInteractive(false);
+  QVERIFY(again.waitForIdle(30000));
+  QCOMPARE(again.recentFiles().value(0), QFileInfo(path).absoluteFilePath());
+  QCOMPARE(again.setupDock()->schemeList()->settings(), schemes);
+  QCOMPARE(again.formatPlot()->format().name, std::string("e2m3fn"));
+  MainWindow fresh;  // not persistent: the defaults
+  QCOMPARE(fresh.formatPlot()->format().name, std::string("e4m3fn"));
+  QSettings().clear();
 }
 
 QTEST_MAIN(TestMainWindow)
