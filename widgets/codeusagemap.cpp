@@ -2,6 +2,8 @@
 // histogram samples; the y axis is labelled with the values of a few rows.
 #include "codeusagemap.h"
 
+#include "plotstyle.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -9,10 +11,7 @@
 
 CodeUsageMap::CodeUsageMap(QWidget* parent) : QCustomPlot(parent) {
   setMinimumSize(320, 220);
-  plotLayout()->insertRow(0);
-  m_title = new QCPTextElement(this, QStringLiteral("Code usage of the weights"), QFont(font().family(), 11, QFont::Bold));
-  m_title->setMargins(QMargins(0, 6, 0, 2));
-  plotLayout()->addElement(0, 0, m_title);
+  m_title = plotstyle::addTitle(this, QStringLiteral("Code usage of the weights"));
   m_map = new QCPColorMap(xAxis, yAxis);
   m_map->setInterpolate(false);
   m_map->setTightBoundary(true);

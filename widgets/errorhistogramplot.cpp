@@ -2,8 +2,11 @@
 // Exercise: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_errorpanel` (writes /tmp/qs-errorpanel.png).
 #include "errorhistogramplot.h"
 
+#include "plotstyle.h"
+
+#include <tuple>
+
 #include "errortext.h"
-#include "legendbelow.h"
 #include "plotexport.h"
 
 #include <QToolTip>
@@ -45,15 +48,7 @@ ErrorHistogramPlot::ErrorHistogramPlot(QWidget* parent) : QCustomPlot(parent) {
   setMinimumSize(420, 280);
   setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   setMouseTracking(true);  // hover tips
-  plotLayout()->insertRow(0);
-  plotLayout()->insertRow(1);
-  m_title = new QCPTextElement(this, QString(), QFont(font().family(), 11, QFont::Bold));
-  m_subtitle = new QCPTextElement(this, QString(), QFont(font().family(), 9));
-  m_subtitle->setTextColor(QColor(70, 70, 70));
-  m_title->setMargins(QMargins(0, 6, 0, 0));
-  m_subtitle->setMargins(QMargins(0, 1, 0, 3));
-  plotLayout()->addElement(0, 0, m_title);
-  plotLayout()->addElement(1, 0, m_subtitle);
+  std::tie(m_title, m_subtitle) = plotstyle::addTitleAndSubtitle(this);
 
   xAxis->setTicker(QSharedPointer<ExponentTicker>::create());
   yAxis->setScaleType(QCPAxis::stLogarithmic);
@@ -63,16 +58,10 @@ ErrorHistogramPlot::ErrorHistogramPlot(QWidget* parent) : QCustomPlot(parent) {
   yAxis->setNumberFormat(QStringLiteral("eb"));
   yAxis->setNumberPrecision(0);
   yAxis->setLabel(QStringLiteral("fraction of the finite values"));
-  for (QCPAxis* a : {xAxis, yAxis}) {
-    a->grid()->setPen(QPen(QColor(225, 225, 225), 0, Qt::DotLine));
-    a->setLabelFont(QFont(font().family(), 9));
-  }
+  for (QCPAxis* a : {xAxis, yAxis}) plotstyle::styleGrid(a);
 
-  legend->setVisible(true);
-  legend->setBrush(QColor(255, 255, 255, 225));
-  legend->setBorderPen(QPen(QColor(200, 200, 200)));
-  legend->setFont(QFont(font().family(), 8));
-  placeLegendBelow(this);
+  plotstyle::styleLegend(this);
+  plotstyle::placeLegendBelow(this);
 
   connect(this, &QCustomPlot::mouseDoubleClick, this, &ErrorHistogramPlot::resetView);
   connect(this, &QCustomPlot::mouseMove, this, &ErrorHistogramPlot::showTip);

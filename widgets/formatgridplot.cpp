@@ -2,6 +2,10 @@
 // Exercise: `quantscope --format e4m3fn`, `QT_QPA_PLATFORM=offscreen ./build/tst_formatgridplot`.
 #include "formatgridplot.h"
 
+#include "plotstyle.h"
+
+#include <tuple>
+
 #include "plotexport.h"
 
 #include <QToolTip>
@@ -100,15 +104,7 @@ FormatGridPlot::FormatGridPlot(QWidget* parent) : QCustomPlot(parent) {
   setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   setNoAntialiasingOnDrag(true);  // keeps dragging fluid with 65k impulses on screen
 
-  plotLayout()->insertRow(0);
-  plotLayout()->insertRow(1);
-  m_title = new QCPTextElement(this, QString(), QFont(font().family(), 13, QFont::Bold));
-  m_subtitle = new QCPTextElement(this, QString(), QFont(font().family(), 10));
-  m_subtitle->setTextColor(QColor(70, 70, 70));
-  m_title->setMargins(QMargins(0, 8, 0, 0));
-  m_subtitle->setMargins(QMargins(0, 2, 0, 4));
-  plotLayout()->addElement(0, 0, m_title);
-  plotLayout()->addElement(1, 0, m_subtitle);
+  std::tie(m_title, m_subtitle) = plotstyle::addTitleAndSubtitle(this, 13, 10);
 
   yAxis->setScaleType(QCPAxis::stLogarithmic);
   yAxis->setTicker(makePow2Ticker());
@@ -129,10 +125,7 @@ FormatGridPlot::FormatGridPlot(QWidget* parent) : QCustomPlot(parent) {
   m_spacingGraph->setLineStyle(QCPGraph::lsStepLeft);
   m_spacingGraph->setPen(QPen(kSpacingColor, 1.8));
 
-  legend->setVisible(true);
-  legend->setBrush(QColor(255, 255, 255, 220));
-  legend->setBorderPen(QPen(QColor(200, 200, 200)));
-  legend->setFont(QFont(font().family(), 9));
+  plotstyle::styleLegend(this, 9);
 
   connect(this, &QCustomPlot::mouseDoubleClick, this, &FormatGridPlot::resetView);
   connect(this, &QCustomPlot::mouseMove, this, &FormatGridPlot::showValueTip);

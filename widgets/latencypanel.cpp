@@ -4,6 +4,8 @@
 // Exercise: the Latency tab of `quantscope`, `QT_QPA_PLATFORM=offscreen ./build/tst_latencypanel`.
 #include "latencypanel.h"
 
+#include "plotstyle.h"
+
 #include "plotexport.h"
 
 #include <QComboBox>
@@ -282,11 +284,7 @@ QCustomPlot* LatencyPanel::makePlot(const QString& title, const QString& yLabel)
   auto* p = new QCustomPlot;
   p->setMinimumSize(320, 220);
   p->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
-  p->plotLayout()->insertRow(0);
-  auto* t = new QCPTextElement(p, title, QFont(font().family(), 11, QFont::Bold));
-  t->setObjectName(QStringLiteral("title"));
-  t->setMargins(QMargins(0, 6, 0, 2));
-  p->plotLayout()->addElement(0, 0, t);
+  plotstyle::addTitle(p, title);
   for (QCPAxis* a : {p->xAxis, p->yAxis}) {
     a->setScaleType(QCPAxis::stLogarithmic);
     auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
@@ -303,10 +301,7 @@ QCustomPlot* LatencyPanel::makePlot(const QString& title, const QString& yLabel)
   p->yAxis->setNumberFormat(QStringLiteral("gb"));
   p->xAxis->setLabel(QStringLiteral("size M = K = N"));
   p->yAxis->setLabel(yLabel);
-  p->legend->setVisible(true);
-  p->legend->setBrush(QColor(255, 255, 255, 220));
-  p->legend->setBorderPen(QPen(QColor(200, 200, 200)));
-  p->legend->setFont(QFont(font().family(), 8));
+  plotstyle::styleLegend(p);
   // Every curve rises with the size, and rescale() leaves headroom above them: the top left stays free.
   p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
   connect(p, &QCustomPlot::mouseDoubleClick, this, &LatencyPanel::rescale);

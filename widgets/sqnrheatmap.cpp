@@ -3,6 +3,8 @@
 // Exercise: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_sqnrheatmap` (writes /tmp/qs-sqnrheatmap.png).
 #include "sqnrheatmap.h"
 
+#include "plotstyle.h"
+
 #include "errortext.h"
 #include "plotexport.h"
 
@@ -88,12 +90,7 @@ void SqnrHeatmap::buildUi() {
   m_plot->setObjectName(QStringLiteral("sqnrPlot"));
   m_plot->setMinimumSize(420, 260);
   m_plot->setMouseTracking(true);  // hover tips
-  m_plot->plotLayout()->insertRow(0);
-  auto* title = new QCPTextElement(m_plot, QStringLiteral("SQNR per tensor and scheme"),
-                                   QFont(font().family(), 11, QFont::Bold));
-  title->setObjectName(QStringLiteral("title"));
-  title->setMargins(QMargins(0, 6, 0, 2));
-  m_plot->plotLayout()->addElement(0, 0, title);
+  plotstyle::addTitle(m_plot, QStringLiteral("SQNR per tensor and scheme"));
   m_map = new QCPColorMap(m_plot->xAxis, m_plot->yAxis);
   m_map->setInterpolate(false);
   m_map->setTightBoundary(false);

@@ -2,6 +2,8 @@
 // every plot (plotexport), and the layer choice of the heatmap.
 #include "trainingplots.h"
 
+#include "plotstyle.h"
+
 #include <QComboBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -78,16 +80,10 @@ QCustomPlot* TrainingPlots::makePlot(const QString& title, const QString& yLabel
   auto* p = new QCustomPlot;
   p->setMinimumSize(260, 200);
   p->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
-  p->plotLayout()->insertRow(0);
-  auto* t = new QCPTextElement(p, title, QFont(font().family(), 11, QFont::Bold));
-  t->setMargins(QMargins(0, 6, 0, 2));
-  p->plotLayout()->addElement(0, 0, t);
+  plotstyle::addTitle(p, title);
   p->xAxis->setLabel(QStringLiteral("step"));
   p->yAxis->setLabel(yLabel);
-  for (QCPAxis* a : {p->xAxis, p->yAxis}) {
-    a->setLabelFont(QFont(font().family(), 9));
-    a->grid()->setPen(QPen(QColor(220, 220, 220), 0, Qt::DotLine));
-  }
+  for (QCPAxis* a : {p->xAxis, p->yAxis}) plotstyle::styleGrid(a);
   if (logY) {
     p->yAxis->setScaleType(QCPAxis::stLogarithmic);
     auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
@@ -97,10 +93,7 @@ QCustomPlot* TrainingPlots::makePlot(const QString& title, const QString& yLabel
     p->yAxis->setNumberPrecision(0);
     p->yAxis->setRange(1, 1e6);
   }
-  p->legend->setVisible(true);
-  p->legend->setBrush(QColor(255, 255, 255, 220));
-  p->legend->setBorderPen(QPen(QColor(200, 200, 200)));
-  p->legend->setFont(QFont(font().family(), 8));
+  plotstyle::styleLegend(p);
   p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
   connect(p, &QCustomPlot::mouseDoubleClick, this, [this] { rescale(); replotAll(); });
   return p;

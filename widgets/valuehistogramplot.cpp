@@ -3,8 +3,11 @@
 // Exercise: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_errorpanel` (writes /tmp/qs-errorpanel.png).
 #include "valuehistogramplot.h"
 
+#include "plotstyle.h"
+
+#include <tuple>
+
 #include "errortext.h"
-#include "legendbelow.h"
 #include "plotexport.h"
 
 #include <QToolTip>
@@ -46,15 +49,8 @@ ValueHistogramPlot::ValueHistogramPlot(QWidget* parent) : QCustomPlot(parent) {
   axisRect()->setRangeZoom(Qt::Horizontal);
   setNoAntialiasingOnDrag(true);
 
-  plotLayout()->insertRow(0);
-  plotLayout()->insertRow(1);
-  m_title = new QCPTextElement(this, QStringLiteral("Values"), QFont(font().family(), 11, QFont::Bold));
-  m_subtitle = new QCPTextElement(this, QString(), QFont(font().family(), 9));
-  m_subtitle->setTextColor(QColor(70, 70, 70));
-  m_title->setMargins(QMargins(0, 6, 0, 0));
-  m_subtitle->setMargins(QMargins(0, 1, 0, 3));
-  plotLayout()->addElement(0, 0, m_title);
-  plotLayout()->addElement(1, 0, m_subtitle);
+  std::tie(m_title, m_subtitle) = plotstyle::addTitleAndSubtitle(this);
+  m_title->setText(QStringLiteral("Values"));
 
   xAxis->setLabel(QStringLiteral("value"));
   yAxis->setLabel(QStringLiteral("count"));
@@ -72,11 +68,8 @@ ValueHistogramPlot::ValueHistogramPlot(QWidget* parent) : QCustomPlot(parent) {
   m_histGraph->setPen(QPen(kHistColor, 1.2));
   m_histGraph->setBrush(QColor(kHistColor.red(), kHistColor.green(), kHistColor.blue(), 60));
 
-  legend->setVisible(true);
-  legend->setBrush(QColor(255, 255, 255, 225));
-  legend->setBorderPen(QPen(QColor(200, 200, 200)));
-  legend->setFont(QFont(font().family(), 8));
-  placeLegendBelow(this);
+  plotstyle::styleLegend(this);
+  plotstyle::placeLegendBelow(this);
 
   connect(this, &QCustomPlot::mouseDoubleClick, this, &ValueHistogramPlot::resetView);
   connect(this, &QCustomPlot::mouseMove, this, &ValueHistogramPlot::showTip);
