@@ -3,43 +3,7 @@
 # GridOptim runs, and one-line errors for bad hyper-parameters, schemes, data and a diverging run.
 # Run: ctest --test-dir build -R cli_train --output-on-failure
 cmake_minimum_required(VERSION 3.25)
-file(REMOVE_RECURSE "${WORK}")
-file(MAKE_DIRECTORY "${WORK}")
-set(failures 0)
-
-macro(fail msg)
-  message(SEND_ERROR "FAIL: ${msg}")
-  math(EXPR failures "${failures} + 1")
-endmacro()
-
-macro(run)
-  execute_process(COMMAND ${CLI} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-endmacro()
-
-macro(expect_ok what)
-  if(NOT rc EQUAL 0)
-    fail("${what}: exit ${rc}, stderr: ${err}")
-  endif()
-endmacro()
-
-# An error is exactly one line on stderr and a non-zero exit; `needle` must appear in it.
-macro(expect_error what needle)
-  string(REGEX MATCHALL "\n" nl "${err}")
-  list(LENGTH nl lines)
-  if(rc EQUAL 0)
-    fail("${what}: expected failure, got exit 0")
-  elseif(NOT lines EQUAL 1)
-    fail("${what}: expected one stderr line, got ${lines}: ${err}")
-  elseif(NOT err MATCHES "${needle}")
-    fail("${what}: stderr lacks '${needle}': ${err}")
-  endif()
-endmacro()
-
-macro(expect_match what text regex)
-  if(NOT "${text}" MATCHES "${regex}")
-    fail("${what}: '${regex}' not found in: ${text}")
-  endif()
-endmacro()
+include(${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake)
 
 run(train --help)
 expect_ok("train --help")

@@ -2,13 +2,7 @@
 # settings.json, exits 0; a bad preset or an unwritable folder exits non-zero with one line.
 # Run: ctest --test-dir build -R gui_report --output-on-failure
 cmake_minimum_required(VERSION 3.25)
-file(REMOVE_RECURSE "${WORK}")
-file(MAKE_DIRECTORY "${WORK}")
-set(failures 0)
-macro(fail msg)
-  message(SEND_ERROR "FAIL: ${msg}")
-  math(EXPR failures "${failures} + 1")
-endmacro()
+include(${CMAKE_CURRENT_LIST_DIR}/cli_common.cmake)
 # No display variables: report mode must pick the offscreen platform by itself.
 macro(run)
   execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=DISPLAY --unset=WAYLAND_DISPLAY --unset=QT_QPA_PLATFORM
