@@ -54,6 +54,7 @@ private slots:
   void reportWritesEveryFile();
   void reportIntoUnwritableFolder();
   void settingsPersist();
+  void reportCancelLeavesNothing();
 
 private:
   QTemporaryDir m_dir;
@@ -379,6 +380,23 @@ void TestMainWindow::settingsPersist() {
   MainWindow fresh;  // not persistent: the defaults
   QCOMPARE(fresh.formatPlot()->format().name, std::string("e4m3fn"));
   QSettings().clear();
+}
+
+void TestMainWindow::reportCancelLeavesNothing() {
+  MainWindow w;
+  w.setInteractive(false);
+  QVERIFY(w.waitForIdle(30000));
+  const QString dir = m_dir.filePath(QStringLiteral("cancelled"));
+  ReportWriter writer(&w);
+  // Cancel while the training stage runs (its event loop delivers the call).
+  connect(&writer, &ReportWriter::progressed, &writer, [&writer](int stage, int, const QString&) {
+    if (stage == 2) QTimer::singleShot(0, &writer, &ReportWriter::cancel);
+  });
+  QString why;
+  QVERIFY(!writer.write(dir, &why));
+  QVERIFY2(why.contains(QStringLiteral("cancelled")), qPrintable(why));
+  QVERIFY(!QFileInfo::exists(dir));
+  QVERIFY(QDir(m_dir.path()).entryList({QStringLiteral(".quantscope-report-*")}, QDir::Dirs | QDir::Hidden).isEmpty());
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -21,6 +21,7 @@
 #include <QMimeData>
 #include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QProgressDialog>
 #include <QPushButton>
 #include <QSettings>
 #include <QStatusBar>
@@ -30,6 +31,7 @@
 #include <QVBoxLayout>
 
 #include <cstdio>
+#include <memory>
 
 #include "cuda/device.h"
 #include "dataloader.h"
@@ -473,10 +475,23 @@ bool MainWindow::waitForIdle(int ms) {
   return false;
 }
 
-bool MainWindow::exportReport(const QString& dir, QString* error) {
+bool MainWindow::exportReport(const QString& dir, QString* error, bool interactive) {
   waitForIdle(120000);
   ReportWriter writer(this);
   connect(&writer, &ReportWriter::message, this, &MainWindow::log);
+  std::unique_ptr<QProgressDialog> dialog;
+  if (interactive) {
+    dialog = std::make_unique<QProgressDialog>(QStringLiteral("Writing the report…"), QStringLiteral("Cancel"), 0, 5, this);
+    dialog->setWindowTitle(QStringLiteral("Export report"));
+    dialog->setWindowModality(Qt::WindowModal);
+    dialog->setMinimumDuration(0);
+    connect(dialog.get(), &QProgressDialog::canceled, &writer, &ReportWriter::cancel);
+    connect(&writer, &ReportWriter::progressed, dialog.get(), [d = dialog.get()](int stage, int stages, const QString& what) {
+      d->setMaximum(stages);
+      d->setValue(stage);
+      d->setLabelText(QStringLiteral("Writing the report: %1…").arg(what));
+    });
+  }
   const bool ok = writer.write(dir, error);
   if (ok) log(QStringLiteral("Report written to %1").arg(QDir::toNativeSeparators(dir)));
   return ok;
@@ -486,9 +501,7 @@ void MainWindow::exportReportInteractive() {
   const QString dir = QFileDialog::getExistingDirectory(this, QStringLiteral("Export report into folder"), QDir::homePath());
   if (dir.isEmpty()) return;
   QString why;
-  QApplication::setOverrideCursor(Qt::WaitCursor);
-  const bool ok = exportReport(dir, &why);
-  QApplication::restoreOverrideCursor();
+  const bool ok = exportReport(dir, &why, true);
   if (!ok) showError(QStringLiteral("Report not written"), why);
   else statusBar()->showMessage(QStringLiteral("Report written to %1").arg(QDir::toNativeSeparators(dir)), 6000);
 }

@@ -47,7 +47,8 @@ public:
   // naming the file, or only the log when `quiet`).
   void openFile(const QString& path);
   // Writes the report folder (see reportwriter.h). Waits for running work first.
-  bool exportReport(const QString& dir, QString* error = nullptr);
+  // With `interactive`, a progress dialog names the stage and offers Cancel.
+  bool exportReport(const QString& dir, QString* error = nullptr, bool interactive = false);
   // Spins the event loop until data loading and the Error tab are idle; false on timeout.
   bool waitForIdle(int ms);
   // Messages go to the log dock with a time stamp (and to stderr in headless runs).

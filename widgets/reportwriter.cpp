@@ -66,18 +66,28 @@ bool ReportWriter::write(const QString& dir, QString* error) {
 
 bool ReportWriter::writeInto(const QString& tmp, QString* error) {
   const QSize size(1200, 700);
+  auto stage = [&](int k, const QString& what) {
+    emit progressed(k, 5, what);
+    if (!m_cancelled) return true;
+    if (error) *error = QStringLiteral("report cancelled; nothing was written");
+    return false;
+  };
+  if (!stage(0, QStringLiteral("format grid"))) return false;
   FormatsPanel* formats = m_window->formatsPanel();
   FormatGridPlot* grid = formats->plot();
   if (!plotexport::exportAll(grid, tmp, QStringLiteral("format-grid"), [grid] { return grid->csv(); },
                              QStringLiteral("Representable values of %1").arg(formats->spec()), error, size))
     return false;
   emit message(QStringLiteral("report: format-grid written"));
+  if (!stage(1, QStringLiteral("error histograms"))) return false;
 
   if (!m_window->errorPanel()->exportReport(tmp, error)) return false;
   emit message(QStringLiteral("report: error-histogram written"));
+  if (!stage(2, QStringLiteral("flip counts (a short training run)"))) return false;
 
   if (!m_window->trainingPanel()->writeFlipCountsReport(tmp, error)) return false;
   emit message(QStringLiteral("report: flip-counts written"));
+  if (!stage(3, QStringLiteral("latency (a short GEMM sweep)"))) return false;
 
   // Latency: the rows already measured in the tab, or a short sweep (int8 vs fp32 at small sizes).
   LatencyPanel* latency = m_window->latencyPanel();
@@ -99,6 +109,7 @@ bool ReportWriter::writeInto(const QString& tmp, QString* error) {
       return false;
   if (!latency->exportCsv(QDir(tmp).filePath(QStringLiteral("latency.csv")), error)) return false;
   emit message(QStringLiteral("report: latency written"));
+  if (!stage(4, QStringLiteral("settings.json"))) return false;
 
   const QByteArray json = QJsonDocument(m_window->currentSettings().toJson()).toJson();
   return plotexport::writeFileAtomic(QDir(tmp).filePath(QStringLiteral("settings.json")), json, error);

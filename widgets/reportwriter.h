@@ -26,12 +26,19 @@ public:
   // The stems every report has.
   static QStringList stems();
 
+public slots:
+  // Stops after the stage in progress (the stages run event loops, so a Cancel button stays live);
+  // write() then returns false with "cancelled" and leaves nothing behind.
+  void cancel() { m_cancelled = true; }
+
 signals:
   void message(const QString& text);
+  void progressed(int stage, int stages, const QString& what);
 
 private:
   bool writeInto(const QString& tmp, QString* error);
 
   MainWindow* m_window;
   QStringList m_written;
+  bool m_cancelled = false;
 };
