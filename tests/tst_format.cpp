@@ -63,6 +63,8 @@ class tst_Format : public QObject {
   void parser();
   void parserErrors_data();
   void parserErrors();
+  void roundNearestSaturate_data();
+  void roundNearestSaturate();
 };
 
 void tst_Format::tableFacts_data() {
@@ -438,4 +440,37 @@ void tst_Format::parserErrors() {
 }
 
 QTEST_APPLESS_MAIN(tst_Format)
+void tst_Format::roundNearestSaturate_data() { everyCodeRoundTrips_data(); }
+
+// The shortcut used for NVFP4 block scales equals the reference on every grid value, every midpoint,
+// the doubles one ulp either side of them, and seeded random doubles across (and beyond) the range.
+void tst_Format::roundNearestSaturate() {
+  QFETCH(QString, spec);
+  const Format f = parse_format(spec.toStdString());
+  auto ref = [&](double x) { return decode_ref(f, encode_ref(f, x, Rounding::Nearest, Overflow::Saturate, 0)); };
+  std::vector<double> probes = {0.0, f.max_finite, f.max_finite * 1.01, f.max_finite * 4, f.min_subnormal / 2,
+                                f.min_subnormal / 3, 1e-300};
+  std::vector<double> g;
+  for (double v : distinct_values(f))
+    if (v >= 0 && std::isfinite(v)) g.push_back(v);
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    probes.push_back(g[i]);
+    if (i + 1 < g.size()) {
+      const double mid = (g[i] + g[i + 1]) / 2;
+      probes.insert(probes.end(), {mid, std::nextafter(mid, 0.0), std::nextafter(mid, HUGE_VAL)});
+    }
+  }
+  uint64_t state = 0x9e3779b97f4a7c15ull ^ std::hash<std::string>{}(f.name);
+  for (int i = 0; i < 20000; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = double(state >> 11) * 0x1p-53;
+    const double lo = std::log2(f.min_subnormal) - 2, hi = std::log2(f.max_finite) + 1;
+    probes.push_back(std::exp2(lo + u * (hi - lo)));
+  }
+  for (double x : probes) {
+    const double want = ref(x), got = round_nearest_saturate(f, x);
+    QVERIFY2(want == got || (std::isnan(want) && std::isnan(got)), qPrintable(QString("%1: x=%2 ref %3 got %4").arg(spec).arg(x, 0, 'g', 17).arg(want, 0, 'g', 17).arg(got, 0, 'g', 17)));
+  }
+}
+
 #include "tst_format.moc"

@@ -279,6 +279,19 @@ Format parse_format(std::string_view spec_in) {
   return f;
 }
 
+double round_nearest_saturate(const Format& f, double x) {
+  if (f.is_int() || f.ebits == 0 || f.mbits == 0 || f.no_zero || !(x >= 0) || !std::isfinite(x))
+    return decode_ref(f, encode_ref(f, x, Rounding::Nearest, Overflow::Saturate, 0));
+  if (x >= f.max_finite) return f.max_finite;
+  if (x == 0) return 0.0;
+  // The quantum at x: 2^(max(e, emin) - M), e = floor(log2 x). Scaling by a power of two is exact,
+  // and nearbyint rounds half to even in the default rounding mode, so this is the exact RNE value.
+  const int e = std::ilogb(x);
+  const int q = (e > f.emin ? e : f.emin) - f.mbits;
+  const double r = std::ldexp(std::nearbyint(std::ldexp(x, -q)), q);
+  return r > f.max_finite ? f.max_finite : r;  // a carry past max rounds back under saturation
+}
+
 double decode_ref(const Format& f, uint32_t code) {
   const uint32_t mm = mag_mask(f);
   code &= (f.sign_bit() | mm);

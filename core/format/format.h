@@ -110,4 +110,10 @@ std::vector<GridEntry> grid(const Format& f);
 // Distinct non-NaN values (+0 and -0 count once; +-inf count), sorted ascending.
 std::vector<double> distinct_values(const Format& f);
 
+// decode_ref(f, encode_ref(f, x, Nearest, Saturate)) for a finite x >= 0, without the table walk:
+// round to f's precision at x's binade (ties to even, decided exactly in double) and clamp to max
+// finite. For float formats with at least one mantissa bit and a zero (not E8M0-style); others take
+// the reference path. Used per block for two-level (NVFP4) block scales. Exercise: tst_format.
+double round_nearest_saturate(const Format& f, double x);
+
 }  // namespace qs

@@ -121,8 +121,7 @@ GroupScale group_scale(const Scheme& s, const MinMaxAcc& mm, bool mx, bool two_l
     scale = mx_scale(f, mm.amax);
   } else if (two_level) {
     const double want = mm.amax / (f.max_finite * double(ts));
-    const float sb = static_cast<float>(
-        decode_ref(*s.scale_format, encode_ref(*s.scale_format, want, Rounding::Nearest, Overflow::Saturate, 0)));
+    const float sb = static_cast<float>(round_nearest_saturate(*s.scale_format, want));
     scale = mm.amax > 0 ? sb * ts : 1.0f;
   } else {
     scale = amax_scale(f, mm.amax);

@@ -241,9 +241,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
           scale = mx_scale(s.format, mm.amax);
         } else if (two_level) {
           const double want = mm.amax / (s.format.max_finite * double(ts));
-          const float sb = static_cast<float>(
-              decode_ref(*s.scale_format, encode_ref(*s.scale_format, want, Rounding::Nearest,
-                                                     Overflow::Saturate, 0)));
+          const float sb = static_cast<float>(round_nearest_saturate(*s.scale_format, want));
           scale = mm.amax > 0 ? sb * ts : 1.0f;  // sb == 0: the block underflows to zero
         } else {
           scale = amax_scale(s.format, mm.amax);

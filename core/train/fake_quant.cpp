@@ -196,9 +196,7 @@ FakeQuantResult FakeQuant::apply(const float* x, std::size_t rows, std::size_t c
             scale = mx_scale(f, am);
           } else if (two_level) {
             const double want = am / (f.max_finite * double(ts));
-            const float sb = float(decode_ref(*scheme_.scale_format,
-                                              encode_ref(*scheme_.scale_format, want, Rounding::Nearest,
-                                                         Overflow::Saturate, 0)));
+            const float sb = float(round_nearest_saturate(*scheme_.scale_format, want));
             scale = am > 0 ? sb * ts : 1.0f;
           } else {
             scale = amax_scale(f, am);
