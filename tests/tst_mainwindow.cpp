@@ -76,6 +76,10 @@ void TestMainWindow::shell() {
   QVERIFY(w.waitForIdle(30000));
   QVERIFY(!w.currentTensor().isEmpty());  // the default synthetic tensor
   QCOMPARE(w.currentTensor().size(), std::size_t(1) << 20);
+  // Regression: a fresh window had an empty scheme list, so the Error tab showed nothing.
+  QCOMPARE(w.setupDock()->schemeList()->rows().size(), 2);
+  QCOMPARE(int(w.errorPanel()->schemes().size()), 2);
+  QVERIFY(w.errorPanel()->view(0) && w.errorPanel()->view(1));
 }
 
 void TestMainWindow::presetsAreValid() {

@@ -78,6 +78,7 @@ FormatsPanel::FormatsPanel(QWidget* parent) : QWidget(parent) {
   split->addWidget(m_inspector);
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 1);
+  m_inspector->setMinimumWidth(360);  // the mode table's four columns stay readable
 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(10, 8, 10, 4);

@@ -152,6 +152,7 @@ MainWindow::MainWindow(QWidget* parent, bool persistent) : QMainWindow(parent), 
           [this](const QString& message) { showError(QStringLiteral("Cannot analyse the file"), message); });
 
   resize(1400, 860);
+  m_setup->schemeList()->setSettings(ViewSettings{}.schemes);  // the defaults: e4m3fn and int8 per tensor
   if (m_persistent) restorePersistent();
   applySchemes();
   reloadData();
