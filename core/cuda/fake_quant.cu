@@ -105,25 +105,13 @@ __global__ void fake_quant_kernel(KernelParams p, const float* __restrict__ x, f
 
 // Values-only nearest rounding of plain formats (p.fast_ok, no codes): fast_bits specialised with the
 // rounding mode fixed and the per-element branches turned into selects; an element fast_bits would
-// refuse (NaN, inf, ieee overflow) is redone with encode_bits, as in fake_quant_kernel. U float4 per
-// thread in flight. `Mk`: y = x / scale as q0 = x * r (r = RN(1/scale)) with two residual corrections
-// (the second is Markstein's, exact when q1 is faithful and nothing underflows), IEEE division outside
-// |x| in [2^-100, 2^126) or |y| in [2^-125, 2^126). `H`: streaming cache hints.
-template <bool Mk>
-__device__ __forceinline__ float div_scale(float x, float s, float r) {
-  if (!Mk) return x / s;
-  const float q0 = __fmul_rn(x, r);
-  const float q1 = __fmaf_rn(__fmaf_rn(-q0, s, x), r, q0);
-  const float q2 = __fmaf_rn(__fmaf_rn(-q1, s, x), r, q1);
-  const uint32_t ax = float_to_bits(x) & 0x7fffffffu, aq = float_to_bits(q2) & 0x7fffffffu;
-  const bool in_range = (ax - 0x0d800000u) < (0x7e800000u - 0x0d800000u) && (aq - 0x01000000u) < (0x7e800000u - 0x01000000u);
-  return in_range ? q2 : x / s;
-}
-
-template <bool Mk>
-__device__ __forceinline__ float near_one(const KernelParams& p, float x, float r, uint32_t s0, uint32_t half_m1,
-                                          uint32_t keep, bool& bad, BitsCounts& c) {
-  const float y = p.scale != 1.0f ? div_scale<Mk>(x, p.scale, r) : x;
+// refuse (NaN, inf, ieee overflow) is redone with encode_bits, as in fake_quant_kernel. Four float4 per
+// thread in flight, streaming cache hints. H100, e4m3fn, n = 2^28, quant over copy GB/s: the generic
+// kernel 0.876-0.881, this one 0.907-0.915; without the hints, with two float4 per thread or with a
+// Markstein division instead of x / s it measured 0.874-0.887 (the arithmetic was not the limit).
+__device__ __forceinline__ float near_one(const KernelParams& p, float x, uint32_t s0, uint32_t half_m1, uint32_t keep,
+                                          bool& bad, BitsCounts& c) {
+  const float y = p.scale != 1.0f ? x / p.scale : x;
   const uint32_t u = float_to_bits(y);
   const uint32_t sign = u & 0x80000000u;
   uint32_t a = u & 0x7fffffffu;
@@ -147,12 +135,11 @@ __device__ __forceinline__ float near_one(const KernelParams& p, float x, float 
   return p.scale != 1.0f ? v * p.scale : v;
 }
 
-template <int U, bool Mk, bool H>
 __global__ void __launch_bounds__(256) fq_nearest_kernel(KernelParams p, const float* __restrict__ x, float* __restrict__ y,
                                                          std::size_t n, DeviceCounts* counts) {
+  constexpr int U = 4;
   BitsCounts c;
   const uint32_t s0 = 23u - uint32_t(p.M), half_m1 = (1u << (s0 - 1u)) - 1u, keep = ~((1u << s0) - 1u);
-  const float r = __frcp_rn(p.scale);
   const std::size_t n4 = n / 4;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   const float4* x4 = reinterpret_cast<const float4*>(x);
@@ -161,16 +148,16 @@ __global__ void __launch_bounds__(256) fq_nearest_kernel(KernelParams p, const f
   for (; i + (U - 1) * stride < n4; i += U * stride) {
     float4 v[U];
 #pragma unroll
-    for (int k = 0; k < U; ++k) v[k] = H ? __ldcs(x4 + i + k * stride) : x4[i + k * stride];
+    for (int k = 0; k < U; ++k) v[k] = __ldcs(x4 + i + k * stride);
     bool bad = false;
     BitsCounts g;
     float o[4 * U];
 #pragma unroll
     for (int k = 0; k < U; ++k) {
-      o[4 * k + 0] = near_one<Mk>(p, v[k].x, r, s0, half_m1, keep, bad, g);
-      o[4 * k + 1] = near_one<Mk>(p, v[k].y, r, s0, half_m1, keep, bad, g);
-      o[4 * k + 2] = near_one<Mk>(p, v[k].z, r, s0, half_m1, keep, bad, g);
-      o[4 * k + 3] = near_one<Mk>(p, v[k].w, r, s0, half_m1, keep, bad, g);
+      o[4 * k + 0] = near_one(p, v[k].x, s0, half_m1, keep, bad, g);
+      o[4 * k + 1] = near_one(p, v[k].y, s0, half_m1, keep, bad, g);
+      o[4 * k + 2] = near_one(p, v[k].z, s0, half_m1, keep, bad, g);
+      o[4 * k + 3] = near_one(p, v[k].w, s0, half_m1, keep, bad, g);
     }
     if (!bad) {
       c.overflow += g.overflow;
@@ -188,11 +175,7 @@ __global__ void __launch_bounds__(256) fq_nearest_kernel(KernelParams p, const f
       }
     }
 #pragma unroll
-    for (int k = 0; k < U; ++k) {
-      const float4 w = make_float4(o[4 * k], o[4 * k + 1], o[4 * k + 2], o[4 * k + 3]);
-      if (H) __stcs(y4 + i + k * stride, w);
-      else y4[i + k * stride] = w;
-    }
+    for (int k = 0; k < U; ++k) __stcs(y4 + i + k * stride, make_float4(o[4 * k], o[4 * k + 1], o[4 * k + 2], o[4 * k + 3]));
   }
   for (; i < n4; i += stride) {
     uint32_t key_hi = 0, key = 0, code[4];
@@ -210,63 +193,25 @@ __global__ void __launch_bounds__(256) fq_nearest_kernel(KernelParams p, const f
   flush_counts(c, counts);
 }
 
-// QS_FQ_VARIANT (tuning): 0 the generic kernel; 1 + (bit 0: Markstein division, bit 1: U = 2 instead of 4,
-// bit 2: streaming hints) the kernel above. H100, e4m3fn nearest, n = 2^28 (quant GB/s over copy GB/s, 3 runs):
-// generic 0.876/0.879/0.881; 1: 0.887/0.882/0.878; 2: 0.883/0.884/0.883; 3: 0.874/0.879/0.885; 5 (default:
-// U = 4, IEEE division, __ldcs/__stcs): 0.915/0.913/0.913. The arithmetic was not the limit; the hints are.
-// selftest --backend cuda passes with variants 1 and 2 (438 passed, 0 failed).
-int fq_variant() {
-  static const int v = [] {
-    const char* e = std::getenv("QS_FQ_VARIANT");
-    return e ? std::atoi(e) : 5;
-  }();
-  return v;
-}
-
-template <int U, bool Mk, bool H>
-void launch_near(const KernelParams& p, const float* x, float* y, std::size_t n, DeviceCounts* counts, cudaStream_t stream) {
+// One wave of resident 256-thread blocks of `Kernel` for n elements (in groups of four): the grid-stride
+// loops do the rest, so no block waits for a second wave. Occupancy is queried once per kernel.
+template <auto Kernel>
+int one_wave_blocks(std::size_t n) {
   static int per_sm = 0, sms = 0;
   if (!per_sm) {
     check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "device query");
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fq_nearest_kernel<U, Mk, H>, 256, 0), "occupancy");
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, 256, 0), "occupancy");
     per_sm = per_sm > 0 ? per_sm : 1;
   }
   const std::size_t want = (n / 4 + 255) / 256;
-  const int blocks = int(std::max<std::size_t>(1, std::min<std::size_t>(want, std::size_t(sms) * per_sm)));
-  fq_nearest_kernel<U, Mk, H><<<blocks, 256, 0, stream>>>(p, x, y, n, counts);
-}
-
-// Runs the nearest values-only kernel when it applies; false otherwise.
-bool launch_nearest(const KernelParams& p, const float* x, float* y, std::size_t n, DeviceCounts* counts,
-                    cudaStream_t stream) {
-  const int v = fq_variant();
-  if (v <= 0 || v > 8 || !y) return false;
-  switch (v - 1) {
-    case 0: launch_near<4, false, false>(p, x, y, n, counts, stream); break;
-    case 1: launch_near<4, true, false>(p, x, y, n, counts, stream); break;
-    case 2: launch_near<2, false, false>(p, x, y, n, counts, stream); break;
-    case 3: launch_near<2, true, false>(p, x, y, n, counts, stream); break;
-    case 4: launch_near<4, false, true>(p, x, y, n, counts, stream); break;
-    case 5: launch_near<4, true, true>(p, x, y, n, counts, stream); break;
-    case 6: launch_near<2, false, true>(p, x, y, n, counts, stream); break;
-    default: launch_near<2, true, true>(p, x, y, n, counts, stream); break;
-  }
-  return true;
+  return int(std::max<std::size_t>(1, std::min<std::size_t>(want, std::size_t(sms) * per_sm)));
 }
 
 template <bool Stoch, bool Fast>
 void launch_one(const KernelParams& p, const float* x, float* y, uint16_t* codes, std::size_t n, uint64_t index0,
                 DeviceCounts* counts, cudaStream_t stream) {
-  // One wave of resident blocks: the grid-stride loop does the rest, so no block waits for a second wave.
-  static int per_sm = 0, sms = 0;
-  if (!per_sm) {
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "device query");
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fake_quant_kernel<Stoch, Fast>, 256, 0), "occupancy");
-    per_sm = per_sm > 0 ? per_sm : 1;
-  }
-  const std::size_t want = (n / 4 + 255) / 256;
-  const int blocks = int(std::max<std::size_t>(1, std::min<std::size_t>(want, std::size_t(sms) * per_sm)));
-  fake_quant_kernel<Stoch, Fast><<<blocks, 256, 0, stream>>>(p, x, y, codes, n, index0, counts);
+  constexpr auto kernel = fake_quant_kernel<Stoch, Fast>;
+  kernel<<<one_wave_blocks<kernel>(n), 256, 0, stream>>>(p, x, y, codes, n, index0, counts);
 }
 
 void launch_fake_quant(const KernelParams& p, const float* x, float* y, uint16_t* codes, std::size_t n, uint64_t index0,
@@ -277,9 +222,9 @@ void launch_fake_quant(const KernelParams& p, const float* x, float* y, uint16_t
     if (fast) launch_one<true, true>(p, x, y, codes, n, index0, counts, stream);
     else launch_one<true, false>(p, x, y, codes, n, index0, counts, stream);
   } else {
-    if (fast) {
-      if (!launch_nearest(p, x, y, n, counts, stream)) launch_one<false, true>(p, x, y, codes, n, index0, counts, stream);
-    } else launch_one<false, false>(p, x, y, codes, n, index0, counts, stream);
+    if (fast && y) fq_nearest_kernel<<<one_wave_blocks<fq_nearest_kernel>(n), 256, 0, stream>>>(p, x, y, n, counts);
+    else if (fast) launch_one<false, true>(p, x, y, codes, n, index0, counts, stream);
+    else launch_one<false, false>(p, x, y, codes, n, index0, counts, stream);
   }
   check(cudaGetLastError(), "kernel launch");
 }

@@ -106,47 +106,6 @@ __global__ void quantize_rows_kernel(const T* __restrict__ x, std::size_t cols, 
   }
 }
 
-// float32 rows of at most 4 * blockDim.x * V elements (cols % 4 == 0): each thread keeps its V groups of four in
-// registers between the max and the quantization, so the row is read from memory once.
-template <typename T, int V>
-__global__ void __launch_bounds__(1024) quantize_rows_reg_kernel(const T* __restrict__ x, std::size_t cols, int8_t* __restrict__ q,
-                                         float* __restrict__ scales) {
-  const std::size_t row = blockIdx.x;
-  const T* xr = x + row * cols;
-  int8_t* qr = q + row * cols;
-  float4 v[V];
-  float m = 0.0f;
-#pragma unroll
-  for (int k = 0; k < V; ++k) {
-    const std::size_t c = 4 * (threadIdx.x + std::size_t(k) * blockDim.x);
-    if (c < cols) {
-      if constexpr (sizeof(T) == 4) {
-        v[k] = *reinterpret_cast<const float4*>(reinterpret_cast<const float*>(xr) + c);
-      } else {
-        const uint2 raw = *reinterpret_cast<const uint2*>(reinterpret_cast<const __half*>(xr) + c);
-        const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&raw.x));
-        const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&raw.y));
-        v[k] = make_float4(a.x, a.y, b.x, b.y);
-      }
-      m = fmaxf(fmaxf(m, fmaxf(finite_abs(v[k].x), finite_abs(v[k].y))), fmaxf(finite_abs(v[k].z), finite_abs(v[k].w)));
-    }
-  }
-  const float s = fmaxf(block_max(m) / 127.0f, 1e-8f);
-  if (threadIdx.x == 0) scales[row] = s;
-#pragma unroll
-  for (int k = 0; k < V; ++k) {
-    const std::size_t c = 4 * (threadIdx.x + std::size_t(k) * blockDim.x);
-    if (c < cols) {
-      char4 o;
-      o.x = q8(v[k].x, s);
-      o.y = q8(v[k].y, s);
-      o.z = q8(v[k].z, s);
-      o.w = q8(v[k].w, s);
-      *reinterpret_cast<char4*>(qr + c) = o;
-    }
-  }
-}
-
 // float16 rows of at most 8 * blockDim.x * V elements (cols % 8 == 0): 16-byte loads of eight halves, all V
 // of a thread issued before the row maximum is known, kept in registers and written as 8-byte stores.
 __device__ __forceinline__ float max8(const uint4& v) {
@@ -228,12 +187,13 @@ __device__ __forceinline__ uint32_t q4_fast(uint32_t w0, uint32_t w1, float r, f
   return __byte_perm(qpair_fast(w0, r, dm), qpair_fast(w1, r, dm), 0x5410);
 }
 
-// float32 rows as quantize_rows_reg_kernel, with the code of four elements computed as in the f16x16 kernel:
+// float32 rows of at most 4 * blockDim.x * V elements (cols % 4 == 0), kept in registers between the row
+// maximum and the quantization (the row is read once), the code of four elements computed as in the f16x16 kernel:
 // rint(x * r) with r = RN(1 / s) by adding 1.5 * 2^23, used when every x * r of the four lies at least 2^-15 from
 // a half-integer (|x * r - x / s| <= ~1.5e-5 < 2^-16 as |x / s| <= 127 (1 + 2^-23)); otherwise, inf and NaN
 // included (their d is NaN and fails the test), the four are redone with q8.
 // H100 8192 x 8192 fp32 per row, 1024 threads: 0.848/0.853/0.848 (reg kernel) -> 0.992/0.996/0.995 (0.985-0.990
-// with 512). QS_QROW_F32FAST=0 selects quantize_rows_reg_kernel (tuning).
+// with 512), against 0.85 for the same kernel dividing each element by s.
 __device__ __forceinline__ uint32_t q4_f32(const float4& v, float r, float s) {
   const float t0 = __fmaf_rn(v.x, r, kRoundMagic), t1 = __fmaf_rn(v.y, r, kRoundMagic);
   const float t2 = __fmaf_rn(v.z, r, kRoundMagic), t3 = __fmaf_rn(v.w, r, kRoundMagic);
@@ -387,20 +347,11 @@ void launch(const T* x, std::size_t rows, std::size_t cols, bool per_row, int8_t
     } else {
       if (!nt) nt = cols >= 4096 ? 1024 : 256;
       if (cols % 4 == 0 && cols <= std::size_t(4) * nt * 8) {
-        const char* fe = std::getenv("QS_QROW_F32FAST");
-        if (!fe || std::atoi(fe) != 0) {
-          const float* xf = reinterpret_cast<const float*>(x);
-          if (cols <= std::size_t(4) * nt) quantize_rows_f32fast_kernel<1><<<unsigned(rows), nt, 0, stream>>>(xf, cols, q, scales);
-          else if (cols <= std::size_t(8) * nt) quantize_rows_f32fast_kernel<2><<<unsigned(rows), nt, 0, stream>>>(xf, cols, q, scales);
-          else if (cols <= std::size_t(16) * nt) quantize_rows_f32fast_kernel<4><<<unsigned(rows), nt, 0, stream>>>(xf, cols, q, scales);
-          else quantize_rows_f32fast_kernel<8><<<unsigned(rows), nt, 0, stream>>>(xf, cols, q, scales);
-          check(cudaGetLastError(), "kernel launch");
-          return;
-        }
-        if (cols <= std::size_t(4) * nt) quantize_rows_reg_kernel<T, 1><<<unsigned(rows), nt, 0, stream>>>(x, cols, q, scales);
-        else if (cols <= std::size_t(8) * nt) quantize_rows_reg_kernel<T, 2><<<unsigned(rows), nt, 0, stream>>>(x, cols, q, scales);
-        else if (cols <= std::size_t(16) * nt) quantize_rows_reg_kernel<T, 4><<<unsigned(rows), nt, 0, stream>>>(x, cols, q, scales);
-        else quantize_rows_reg_kernel<T, 8><<<unsigned(rows), nt, 0, stream>>>(x, cols, q, scales);
+        const float* xf = reinterpret_cast<const float*>(x);
+        if (cols <= std::size_t(4) * nt) quantize_rows_f32fast_kernel<1><<<unsigned(rows), nt, 0, stream>>>(xf, cols, q, scales);
+        else if (cols <= std::size_t(8) * nt) quantize_rows_f32fast_kernel<2><<<unsigned(rows), nt, 0, stream>>>(xf, cols, q, scales);
+        else if (cols <= std::size_t(16) * nt) quantize_rows_f32fast_kernel<4><<<unsigned(rows), nt, 0, stream>>>(xf, cols, q, scales);
+        else quantize_rows_f32fast_kernel<8><<<unsigned(rows), nt, 0, stream>>>(xf, cols, q, scales);
         check(cudaGetLastError(), "kernel launch");
         return;
       }
