@@ -32,8 +32,9 @@ bool DataLoader::waitForIdle(int ms) {
 }
 
 template <class Job>
-void DataLoader::start(Job job) {
-  const int generation = ++*m_generation;
+void DataLoader::start(Job job, bool supersede) {
+  // A superseding request (a tensor) makes older ones stale; a listing is always delivered.
+  const int generation = supersede ? ++*m_generation : -1;
   if (m_running.fetch_add(1) == 0) emit busyChanged(true);
   QPointer<DataLoader> self(this);
   auto gen = m_generation;
@@ -54,7 +55,7 @@ void DataLoader::start(Job job) {
         qApp,
         [self, gen, generation, deliver = std::move(deliver)] {
           if (!self) return;
-          if (gen->load() == generation) deliver();
+          if (generation < 0 || gen->load() == generation) deliver();
           if (self->m_running.fetch_sub(1) == 1) emit self->busyChanged(false);
         },
         Qt::QueuedConnection);
@@ -102,31 +103,13 @@ void DataLoader::loadTensor(const QString& path, const QString& tensor) {
 }
 
 void DataLoader::listFile(const QString& path) {
-  // Listing does not supersede a tensor being loaded: it runs outside the generation counter.
-  if (m_running.fetch_add(1) == 0) emit busyChanged(true);
-  QPointer<DataLoader> self(this);
-  auto jobs = m_jobs;
-  ++*jobs;
-  (void)QtConcurrent::run([self, jobs, path, this] {
-    std::function<void()> deliver;
-    try {
-      if (!QFileInfo(path).isFile()) throw qs::IoError(path.toStdString() + ": no such file");
-      const std::unique_ptr<qs::TensorFile> file = qs::open_tensor_file(path.toStdString());
-      const QString kind = QString::fromStdString(file->kind());
-      std::vector<qs::TensorInfo> tensors = file->tensors();
-      deliver = [this, path, kind, tensors] { emit fileListed(path, kind, tensors); };
-    } catch (const std::exception& e) {
-      const QString message = QString::fromUtf8(e.what());
-      deliver = [this, message] { emit failed(message); };
-    }
-    QMetaObject::invokeMethod(
-        qApp,
-        [self, deliver = std::move(deliver)] {
-          if (!self) return;
-          deliver();
-          if (self->m_running.fetch_sub(1) == 1) emit self->busyChanged(false);
-        },
-        Qt::QueuedConnection);
-    --*jobs;
-  });
+  start(
+      [this, path]() -> std::function<void()> {
+        if (!QFileInfo(path).isFile()) throw qs::IoError(path.toStdString() + ": no such file");
+        const std::unique_ptr<qs::TensorFile> file = qs::open_tensor_file(path.toStdString());
+        const QString kind = QString::fromStdString(file->kind());
+        std::vector<qs::TensorInfo> tensors = file->tensors();
+        return [this, path, kind, tensors] { emit fileListed(path, kind, tensors); };
+      },
+      false);
 }

@@ -39,8 +39,9 @@ signals:
   void busyChanged(bool busy);
 
 private:
+  // Runs job() (returning the UI-thread delivery, or throwing) on a worker thread.
   template <class Job>
-  void start(Job job);
+  void start(Job job, bool supersede = true);
 
   std::shared_ptr<std::atomic<int>> m_generation = std::make_shared<std::atomic<int>>(0);
   std::atomic<int> m_running{0};  // requests not yet delivered (UI thread)
