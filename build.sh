@@ -2,6 +2,7 @@
 # QuantScope set-up on Debian 12: installs what is missing (apt-get; sudo when not root), builds, then
 #   ./build.sh run    starts the GUI (with the built-in default format e4m3fn)
 #   ./build.sh test   runs every test: the full build, then a Qt-free engine + CLI build
+#   ./build.sh sanitize   the Qt-free engine + CLI and their tests under AddressSanitizer + UBSan (CI runs it)
 set -euo pipefail
 cd "$(dirname "$0")"
 mode=${1:-run}
@@ -26,7 +27,7 @@ install_missing() {
 
 configure_and_build() {  # dir, extra cmake args...
   local dir=$1; shift
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DQS_REQUIRE_READERS=ON "$@"
   cmake --build "$dir" -j "$jobs"
 }
 
@@ -45,8 +46,18 @@ case "$mode" in
     ctest --test-dir build-nogui --output-on-failure -j "$jobs"
     echo "build.sh: all tests passed"
     ;;
+  sanitize)
+    install_missing
+    san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+    cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQS_REQUIRE_READERS=ON \
+          -DQS_BUILD_GUI=OFF -DQS_WITH_CUDA=OFF -DCMAKE_CXX_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="$san"
+    cmake --build build-asan -j "$jobs"
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      ctest --test-dir build-asan --output-on-failure -j "$jobs"
+    echo "build.sh: all tests passed under ASan + UBSan"
+    ;;
   *)
-    echo "usage: ./build.sh run | ./build.sh test" >&2
+    echo "usage: ./build.sh run | ./build.sh test | ./build.sh sanitize" >&2
     exit 2
     ;;
 esac

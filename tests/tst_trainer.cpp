@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,7 @@ class tst_Trainer : public QObject {
   void learns();
   void stopAndStepLimit();
   void divergenceStops();
+  void cancelFlagStopsWithinAStep();
   void badConfig_data();
   void badConfig();
   void saveAndLoad();
@@ -244,6 +246,32 @@ void tst_Trainer::stopAndStepLimit() {
   qs::Trainer t(small_config(), small_data().train, small_data().test);
   t.run();
   QVERIFY_THROWS_EXCEPTION(std::logic_error, t.run());
+}
+
+// The cancel flag ends a run inside the step in progress (between layers), not after it: set during step 3's
+// callback (which still says go on), step 4 is abandoned, and the weights are those after step 3, bit for
+// bit the weights of a run that the callback stopped after step 3. Unscaled schemes (FORMAT/none) too.
+void tst_Trainer::cancelFlagStopsWithinAStep() {
+  for (const char* w : {"", "e4m3fn/none"}) {
+    qs::TrainConfig c = small_config();
+    c.weights = w;
+    c.acts = *w ? "e5m2/none" : "";
+    const Run ref = run(c, 3);
+    std::atomic<bool> cancel{false};
+    qs::Trainer t(c, small_data().train, small_data().test);
+    std::vector<qs::StepMetrics> steps;
+    const qs::TrainResult r = t.run([&](qs::StepMetrics m) {
+      steps.push_back(std::move(m));
+      if (steps.size() == 3) cancel = true;
+      return true;
+    }, &cancel);
+    QCOMPARE(r.status, qs::TrainResult::Status::Stopped);
+    QCOMPARE(r.steps, uint64_t(3));
+    QCOMPARE(steps.size(), std::size_t(3));
+    QVERIFY2(r.message.find("during step 4") != std::string::npos, r.message.c_str());
+    QVERIFY(r.test_acc >= 0 && r.test_acc <= 1);  // the final evaluation still runs
+    for (int l = 0; l < t.model().layer_count(); ++l) QVERIFY(same_bits(t.model().layer(l).W, ref.W[std::size_t(l)]));
+  }
 }
 
 void tst_Trainer::divergenceStops() {

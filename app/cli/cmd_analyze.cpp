@@ -2,9 +2,11 @@
 // metrics each (and optional histograms). Tensors are read one at a time.
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <regex>
 #include <sstream>
 
+#include "io/csv.h"
 #include "cli/commands.h"
 #include "io/atomic_file.h"
 #include "io/tensor_file.h"
@@ -27,10 +29,10 @@ void add_analyze(CLI::App& app) {
   c->add_option("--tensor", o.tensor, "Only tensors whose name matches this regular expression");
   c->add_option("--csv", o.csv, "Write the metrics CSV here instead of stdout");
   c->add_option("--histogram-csv", o.hist, "Write error and binade histograms here");
-  c->add_option("--threads", o.threads, "Threads (0 = all cores)")->capture_default_str();
+  c->add_option("--threads", o.threads, "Threads (0 = all cores)")->capture_default_str()->check(threads_check());
   c->add_option("--rounding", o.rounding, "nearest | stochastic")->capture_default_str();
   c->add_option("--overflow", o.overflow, "saturate | ieee")->capture_default_str();
-  c->add_option("--seed", o.seed, "Seed of stochastic rounding")->capture_default_str();
+  c->add_option("--seed", o.seed, "Seed of stochastic rounding")->capture_default_str()->check(seed_check());
   c->callback([] {
     EncodeOptions opt;
     opt.rounding = parse_rounding(o.rounding);
@@ -38,12 +40,20 @@ void add_analyze(CLI::App& app) {
     opt.seed = o.seed;
     std::vector<Scheme> schemes;
     for (const std::string& s : o.schemes) schemes.push_back(parse_scheme(s, opt));
-    std::regex filter;
-    try {
-      filter = std::regex(o.tensor.empty() ? ".*" : o.tensor);
-    } catch (const std::regex_error& e) {
-      throw std::runtime_error("--tensor '" + o.tensor + "' is not a valid regular expression");
+    // No --tensor: no filter at all. With one, libstdc++'s polynomial (breadth-first) executor: its default
+    // backtracking executor recurses once per character and overflows the stack on names of ~30k
+    // characters, which a crafted file can hold.
+    std::optional<std::regex> filter;
+    if (!o.tensor.empty()) {
+      try {
+        filter.emplace(o.tensor, std::regex::ECMAScript | std::regex_constants::__polynomial);
+      } catch (const std::regex_error& e) {
+        throw std::runtime_error("--tensor '" + o.tensor + "' is not a valid regular expression (" + e.what() + ")");
+      }
     }
+    std::vector<std::pair<std::string, std::string>> inputs;
+    for (const std::string& p : o.in) inputs.push_back({"--in", p});
+    check_distinct_files({{"--csv", o.csv}, {"--histogram-csv", o.hist}}, inputs);
     if (!o.csv.empty()) check_writable(o.csv);
     if (!o.hist.empty()) check_writable(o.hist);
     // Open every file first so that a bad file fails before any work.
@@ -55,19 +65,21 @@ void add_analyze(CLI::App& app) {
            "underflow_count,nan_count\n";
     if (!o.hist.empty()) hist << "file,tensor,scheme,kind,bin_lo,bin_hi,count\n";
     AnalyzeSummary total;
+    std::size_t rows = 0;
     for (const auto& file : files) {
       auto last_report = std::chrono::steady_clock::now();
       const AnalyzeSummary s = analyze_file(
-          *file, schemes, [&](const std::string& name) { return std::regex_search(name, filter); },
+          *file, schemes, [&](const std::string& name) { return !filter || std::regex_search(name, *filter); },
           [&](const AnalyzeRow& r) {
+            ++rows;
             const TensorInfo& t = *r.tensor;
             const ErrorMetrics& m = r.metrics;
-            csv << file->path() << ',' << t.name << ',' << to_string(t.dtype) << ',' << shape_string(t.shape) << ','
-                << t.numel() << ',' << r.scheme->text << ',' << fmt_value(r.out.amax) << ',' << fmt_value(m.mse())
+            csv << csv_field(file->path()) << ',' << csv_field(t.name) << ',' << to_string(t.dtype) << ',' << shape_string(t.shape) << ','
+                << t.numel() << ',' << csv_field(r.scheme->text) << ',' << fmt_value(r.out.amax) << ',' << fmt_value(m.mse())
                 << ',' << fmt_value(m.sqnr_db()) << ',' << fmt_value(m.max_abs_e) << ','
                 << fmt_value(m.mean_abs_error()) << ',' << r.out.stats.overflow << ',' << r.out.stats.underflow << ','
                 << r.out.stats.nan << '\n';
-            if (!o.hist.empty()) hist << histogram_csv_rows(m, file->path() + "," + t.name + "," + r.scheme->text + ",");
+            if (!o.hist.empty()) hist << histogram_csv_rows(m, csv_field(file->path()) + "," + csv_field(t.name) + "," + csv_field(r.scheme->text) + ",");
           },
           o.threads, [&](std::size_t done, std::size_t n) {
             const auto now = std::chrono::steady_clock::now();
@@ -82,12 +94,17 @@ void add_analyze(CLI::App& app) {
       total.skipped += s.skipped;
       total.skipped_axis += s.skipped_axis;
     }
-    emit(csv.str(), o.csv);
-    if (!o.hist.empty()) write_file_atomic(o.hist, hist.str());
     const std::string axis_note =
         total.skipped_axis ? ", " + std::to_string(total.skipped_axis) +
                                  " tensor x scheme pairs skipped (channel axis beyond the tensor's rank)"
                            : "";
+    if (rows == 0) {  // nothing was analysed: say why instead of printing a header-only CSV with exit 0
+      throw std::runtime_error("nothing analysed: " + std::to_string(total.analysed) + " tensors matched, " +
+                               std::to_string(total.skipped) + " skipped (non-float or fewer than 2 elements)" +
+                               axis_note + (filter ? ", --tensor '" + o.tensor + "' applied" : std::string()));
+    }
+    emit(csv.str(), o.csv);
+    if (!o.hist.empty()) write_file_atomic(o.hist, hist.str());
     std::fprintf(stderr, "analyze: %zu tensors analysed, %zu skipped (non-float or fewer than 2 elements)%s\n",
                  total.analysed, total.skipped, axis_note.c_str());
   });

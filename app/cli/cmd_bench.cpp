@@ -27,11 +27,11 @@ void add_bench(CLI::App& app) {
   static Opts o;
   q->add_option("--backend", o.backend, "cpu | cuda")->capture_default_str();
   q->add_option("--format", o.format, "Format spec")->capture_default_str();
-  q->add_option("--n", o.n, "Number of float32 values")->capture_default_str()->check(CLI::PositiveNumber);
-  q->add_option("--threads", o.threads, "Threads (0 = all cores)")->capture_default_str();
+  q->add_option("--n", o.n, "Number of float32 values")->capture_default_str()->check(integer_in(1, uint64_t(1) << 40));
+  q->add_option("--threads", o.threads, "Threads (0 = all cores)")->capture_default_str()->check(threads_check());
   q->add_option("--rounding", o.rounding, "nearest | stochastic")->capture_default_str();
-  q->add_option("--reps", o.reps, "Timed repetitions (median reported)")->capture_default_str()->check(CLI::PositiveNumber);
-  q->add_option("--seed", o.seed, "Seed for the data and stochastic rounding")->capture_default_str();
+  q->add_option("--reps", o.reps, "Timed repetitions (median reported)")->capture_default_str()->check(integer_in(1, 100000));
+  q->add_option("--seed", o.seed, "Seed for the data and stochastic rounding")->capture_default_str()->check(seed_check());
   q->add_option("--csv", o.csv, "Also write the CSV row to this file");
   q->callback([] {
     if (o.backend != "cpu" && o.backend != "cuda")
@@ -48,6 +48,7 @@ void add_bench(CLI::App& app) {
     cfg.threads = o.threads;
     cfg.reps = o.reps;
     cfg.seed = o.seed;
+    check_memory(uint64_t(o.n) * 12, "bench quantize --n " + std::to_string(o.n));  // input, output, codes
 #if defined(QS_HAVE_CUDA)
     const BenchQuantizeResult r = o.backend == "cuda" ? cuda::bench_quantize_cuda(cfg) : bench_quantize_cpu(cfg);
 #else
@@ -70,11 +71,11 @@ void add_bench(CLI::App& app) {
   };
   static QiOpts qo;
   qi->add_option("--backend", qo.backend, "cuda")->capture_default_str();
-  qi->add_option("--rows", qo.rows, "Rows")->capture_default_str()->check(CLI::PositiveNumber);
-  qi->add_option("--cols", qo.cols, "Columns")->capture_default_str()->check(CLI::PositiveNumber);
+  qi->add_option("--rows", qo.rows, "Rows")->capture_default_str()->check(integer_in(1, 1 << 20));
+  qi->add_option("--cols", qo.cols, "Columns")->capture_default_str()->check(integer_in(1, 1 << 20));
   qi->add_option("--per", qo.per, "row | tensor")->capture_default_str();
   qi->add_option("--dtype", qo.dtype, "fp32 | fp16")->capture_default_str();
-  qi->add_option("--reps", qo.reps, "Timed repetitions (median)")->capture_default_str()->check(CLI::PositiveNumber);
+  qi->add_option("--reps", qo.reps, "Timed repetitions (median)")->capture_default_str()->check(integer_in(1, 100000));
   qi->add_option("--csv", qo.csv, "Also write the CSV to this file");
   qi->callback([] {
     if (qo.backend != "cuda") throw std::runtime_error("bench quantize-int8 runs on --backend cuda only");
@@ -97,9 +98,9 @@ void add_bench(CLI::App& app) {
   auto* a = bench->add_subcommand("analyze", "Analyse a generated .safetensors file: GB/s and peak memory");
   static BenchAnalyzeConfig ac;
   static std::string acsv;
-  a->add_option("--size-mb", ac.size_mb, "File size in MiB")->capture_default_str()->check(CLI::PositiveNumber);
-  a->add_option("--tensors", ac.tensors, "Number of tensors")->capture_default_str()->check(CLI::PositiveNumber);
-  a->add_option("--threads", ac.threads, "Threads (0 = all cores)")->capture_default_str();
+  a->add_option("--size-mb", ac.size_mb, "File size in MiB")->capture_default_str()->check(integer_in(1, 1 << 22));
+  a->add_option("--tensors", ac.tensors, "Number of tensors")->capture_default_str()->check(integer_in(1, 1000000));
+  a->add_option("--threads", ac.threads, "Threads (0 = all cores)")->capture_default_str()->check(threads_check());
   a->add_option("--scheme", ac.scheme, "Scheme")->capture_default_str();
   a->add_option("--dir", ac.dir, "Folder for the temporary file")->capture_default_str();
   a->add_option("--csv", acsv, "Also write the CSV row to this file");

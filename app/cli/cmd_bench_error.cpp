@@ -75,15 +75,16 @@ void add_bench_error(CLI::App& bench) {
     uint64_t seed = 1;
   };
   static Opts o;
-  c->add_option("--n", o.n, "Number of float32 values (a multiple of 1024)")->capture_default_str()->check(CLI::PositiveNumber);
+  c->add_option("--n", o.n, "Number of float32 values (a multiple of 1024)")->capture_default_str()->check(integer_in(1, uint64_t(1) << 36));
   c->add_option("--scheme", o.scheme, "Scheme, e.g. e4m3fn/tensor, int8/channel:0, e2m1fn/block:32:e8m0fnu")->capture_default_str();
-  c->add_option("--threads", o.threads, "Threads (0 = all cores)")->capture_default_str();
-  c->add_option("--reps", o.reps, "Timed repetitions (median)")->capture_default_str()->check(CLI::PositiveNumber);
+  c->add_option("--threads", o.threads, "Threads (0 = all cores)")->capture_default_str()->check(threads_check());
+  c->add_option("--reps", o.reps, "Timed repetitions (median)")->capture_default_str()->check(integer_in(1, 100000));
   c->add_option("--bins", o.bins, "Value histogram bins")->capture_default_str()->check(CLI::Range(1, 65536));
   c->add_option("--dist", o.dist, "normal | laplace | uniform | student-t | outliers")->capture_default_str();
-  c->add_option("--seed", o.seed, "Seed of the synthetic tensor")->capture_default_str();
+  c->add_option("--seed", o.seed, "Seed of the synthetic tensor")->capture_default_str()->check(seed_check());
   c->callback([] {
     const Scheme s = parse_scheme(o.scheme);
+    check_memory(uint64_t(o.n) * 16, "bench error-view --n " + std::to_string(o.n));  // data, scratch, reference
     SyntheticSpec spec;
     spec.dist = parse_distribution(o.dist);
     spec.n = o.n;

@@ -66,13 +66,13 @@ void add_bench_gemm(CLI::App& bench) {
                                     "plus 1x4096x4096 and 16x4096x4096; cuda: 1024,2048,4096,8192 plus 16x4096x4096)")
       ->delimiter(',');
   g->add_option("--shape", o.shapes, "MxKxN: activations M x K times weights K x N (repeatable)")->delimiter(',');
-  g->add_option("--threads", o.threads, "Threads for every kernel (0 = all cores; cpu only)")->capture_default_str();
+  g->add_option("--threads", o.threads, "Threads for every kernel (0 = all cores; cpu only)")->capture_default_str()->check(threads_check());
   g->add_option("--kernels", o.kernels, "Only these kernels (comma separated; fp32-eigen always runs)")->delimiter(',');
   g->add_option("--act-scale", o.act, "Dynamic activation scales: row | tensor")->capture_default_str();
-  g->add_option("--reps", o.reps, "At least this many timed runs per kernel")->capture_default_str()->check(CLI::PositiveNumber);
+  g->add_option("--reps", o.reps, "At least this many timed runs per kernel")->capture_default_str()->check(integer_in(1, 100000));
   g->add_option("--min-time", o.min_time, "Repeat until the timed runs add up to this many seconds")
       ->capture_default_str();
-  g->add_option("--seed", o.seed, "Seed of the generated activations and weights")->capture_default_str();
+  g->add_option("--seed", o.seed, "Seed of the generated activations and weights")->capture_default_str()->check(seed_check());
   g->add_option("--csv", o.csv, "Also write the CSV to this file");
   g->callback([] {
     if (o.backend != "cpu" && o.backend != "cuda")
@@ -100,6 +100,9 @@ void add_bench_gemm(CLI::App& bench) {
       cfg.shapes.push_back({.M = 1, .K = 4096, .N = 4096});
       cfg.shapes.push_back({.M = 16, .K = 4096, .N = 4096});
     }
+    for (const auto& sh : cfg.shapes)  // fp32 and int8 copies of A, B and C, with the reference output
+      check_memory((uint64_t(sh.M) * uint64_t(sh.K) + uint64_t(sh.K) * uint64_t(sh.N) + uint64_t(sh.M) * uint64_t(sh.N)) * 12,
+                   "bench gemm " + std::to_string(sh.M) + "x" + std::to_string(sh.K) + "x" + std::to_string(sh.N));
     cfg.threads = o.threads;
     cfg.reps = o.reps;
     cfg.min_seconds = o.min_time;

@@ -1,5 +1,7 @@
 // `quantize`: fake-quantize a .npy tensor with one scale, write the values (float32) and optionally
 // the codes; prints one summary line. Output paths are checked before any work.
+#include <cfloat>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -23,10 +25,10 @@ void add_quantize(CLI::App& app) {
   c->add_option("--out", o.out, "Output .npy of float32 values")->required();
   c->add_option("--codes", o.codes, "Also write the codes (.npy, uint8 or uint16 for wider formats)");
   c->add_option("--rounding", o.rounding, "nearest | stochastic")->capture_default_str();
-  c->add_option("--seed", o.seed, "Seed of stochastic rounding")->capture_default_str();
+  c->add_option("--seed", o.seed, "Seed of stochastic rounding")->capture_default_str()->check(seed_check());
   c->add_option("--overflow", o.overflow, "saturate | ieee")->capture_default_str();
   c->add_option("--scale", o.scale, "amax (s = amax / max finite) | none | <number>")->capture_default_str();
-  c->add_option("--threads", o.threads, "Worker threads (0 = all cores)")->capture_default_str();
+  c->add_option("--threads", o.threads, "Worker threads (0 = all cores)")->capture_default_str()->check(threads_check());
   c->callback([] {
     const Format f = parse_format(o.format);
     EncodeOptions opt;
@@ -34,6 +36,7 @@ void add_quantize(CLI::App& app) {
     opt.overflow = parse_overflow(o.overflow);
     opt.seed = o.seed;
     const ScaleChoice scale = parse_scale(o.scale);
+    check_distinct_files({{"--out", o.out}, {"--codes", o.codes}}, {{"--in", o.in}});
     check_writable(o.out);
     if (!o.codes.empty()) check_writable(o.codes);
 
@@ -48,12 +51,20 @@ void add_quantize(CLI::App& app) {
     uint16_t* p16 = c16.empty() ? nullptr : c16.data();
 
     QuantizeResult r;
+    std::size_t beyond_written = 0;
     if (in.dtype == DType::F32 || in.dtype == DType::F16) {
       const std::vector<float> x = to_float32(in);  // float16 widens exactly
       r = quantize_f32(f, opt, scale, x.data(), n, values.data(), p16, p8, o.threads);
     } else {
       const std::vector<double> x = to_float64(in);  // float64 and int32 stay exact
       r = quantize_f64(f, opt, scale, x.data(), n, values.data(), p16, p8, o.threads);
+      // The output is float32: say when finite float64 values do not fit it (they become ±inf there).
+      std::size_t beyond = 0;
+      for (double v : x) beyond += std::isfinite(v) && std::fabs(v) > double(FLT_MAX);
+      for (std::size_t i = 0; beyond && i < n; ++i) beyond_written += std::isinf(values[i]);
+      if (beyond)
+        std::fprintf(stderr, "quantize: warning: %zu finite float64 inputs exceed float32's range (%g); "
+                     "%zu output values are infinite\n", beyond, double(FLT_MAX), beyond_written);
     }
     write_npy(o.out, make_npy(DType::F32, in.shape, values.data()));
     if (want_codes)

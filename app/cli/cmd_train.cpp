@@ -36,11 +36,11 @@ void add_train(CLI::App& app) {
   c->add_option("--optimizer", o.optimizer, "sgd | adam | grid")->capture_default_str();
   c->add_option("--weights", o.weights, "Weight scheme, e.g. e4m3fn/tensor (grid: the grid format, default e4m3fn)");
   c->add_option("--acts", o.acts, "Activation scheme, e.g. e4m3fn/tensor");
-  c->add_option("--seed", o.seed, "Seed of initialisation, shuffling and stochastic rounding")->capture_default_str();
+  c->add_option("--seed", o.seed, "Seed of initialisation, shuffling and stochastic rounding")->capture_default_str()->check(seed_check());
   c->add_option("--csv", o.csv, "Write one row per step: step,epoch,loss,train_acc,test_acc,flips,updates,bit_stalls,overflow,underflow");
   c->add_option("--save", o.save, "Write the trained float32 weights as .safetensors");
   c->add_option("--threads", o.threads, "Threads (0 = all cores; at most 2 are used; results do not depend on it)")
-      ->capture_default_str();
+      ->capture_default_str()->check(threads_check());
   c->add_option("--scaling", o.scaling, "current | delayed (amax history) scaling of the schemes")->capture_default_str();
   c->add_option("--history", o.history, "Delayed scaling: amax history length")->capture_default_str();
   c->add_option("--rounding", o.rounding, "nearest | stochastic rounding of the fake quantization")->capture_default_str();

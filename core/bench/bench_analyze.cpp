@@ -3,8 +3,10 @@
 // reports GB/s (file tensor bytes / wall time), GB/s per thread and peak resident memory against
 // the budget of 3x the largest tensor + 150 MB.
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +15,7 @@
 #include <stdexcept>
 
 #include "bench/bench.h"
+#include "io/atomic_file.h"
 #include "io/tensor_file.h"
 #include "quant/analyze.h"
 #include "util/parallel.h"
@@ -38,10 +41,27 @@ void reset_peak_rss() {
 BenchAnalyzeResult bench_analyze(const BenchAnalyzeConfig& cfg) {
   if (cfg.tensors < 1 || cfg.size_mb < 1) throw std::invalid_argument("bench analyze: --size-mb and --tensors must be positive");
   const Scheme scheme = parse_scheme(cfg.scheme);
-  const std::size_t total = cfg.size_mb << 20;
+  if (uint64_t(cfg.size_mb) > (uint64_t(1) << 22))
+    throw std::invalid_argument("bench analyze: --size-mb " + std::to_string(cfg.size_mb) + " is over the 4 TiB limit");
+  const std::size_t total = std::size_t(cfg.size_mb) << 20;
+  if (std::size_t(cfg.tensors) * 1024 * 4 > total)
+    throw std::invalid_argument("bench analyze: " + std::to_string(cfg.tensors) + " tensors do not fit in " +
+                                std::to_string(cfg.size_mb) + " MiB (each needs at least 4 KiB)");
   const std::size_t per = (total / std::size_t(cfg.tensors)) / 4 * 4;
   const std::size_t numel = per / 4;
   const std::string path = cfg.dir + "/quantscope-bench-" + std::to_string(::getpid()) + ".safetensors";
+  struct statvfs vfs {};
+  if (::statvfs(cfg.dir.c_str(), &vfs) != 0)
+    throw std::runtime_error("bench analyze: --dir " + cfg.dir + ": " + std::strerror(errno));
+  const double free_bytes = double(vfs.f_bavail) * double(vfs.f_frsize);
+  if (double(total) + 64e6 > free_bytes) {
+    char msg[256];
+    std::snprintf(msg, sizeof msg, "bench analyze: the %.2f GB test file does not fit in %s (%.2f GB free)",
+                  double(total) / 1e9, cfg.dir.c_str(), free_bytes / 1e9);
+    throw std::runtime_error(msg);
+  }
+  // Removed on every way out: errors (the guard's destructor), Ctrl-C, SIGTERM and SIGHUP (its handler).
+  TempFileGuard guard(path);
   {
     std::string header = "{";
     for (int t = 0; t < cfg.tensors; ++t) {
@@ -71,7 +91,7 @@ BenchAnalyzeResult bench_analyze(const BenchAnalyzeConfig& cfg) {
   r.path = path;
   r.threads = resolve_threads(cfg.threads);
   r.largest_tensor_bytes = (numel / 1024) * 1024 * 4;
-  try {
+  {
     auto run = [&] {
       auto file = open_tensor_file(path);
       return analyze_file(*file, {scheme}, {}, {}, r.threads, {}, /*histograms=*/false);
@@ -86,11 +106,7 @@ BenchAnalyzeResult bench_analyze(const BenchAnalyzeConfig& cfg) {
     r.tensors = s.analysed;
     r.peak_rss_mb = double(peak_rss_kb()) / 1024.0;
     r.rss_before_mb = double(before) / 1024.0;
-  } catch (...) {
-    std::remove(path.c_str());
-    throw;
   }
-  std::remove(path.c_str());
   r.gbps = double(r.file_bytes) / r.seconds / 1e9;
   r.gbps_per_thread = r.gbps / r.threads;
   r.rss_budget_mb = 3.0 * double(r.largest_tensor_bytes) / 1048576.0 + 150.0;

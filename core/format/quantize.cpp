@@ -108,13 +108,16 @@ namespace {
 template <typename T>
 double sqnr_impl(const T* x, const float* y, std::size_t n) {
   double sig = 0, err = 0;
+  std::size_t finite = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const double xi = static_cast<double>(x[i]);
     if (!std::isfinite(xi)) continue;
+    ++finite;
     const double d = xi - static_cast<double>(y[i]);
     sig += xi * xi;
     err += d * d;
   }
+  if (finite == 0) return NAN;  // nothing finite was compared: no score (as analyze reports it), not a perfect one
   if (err == 0) return INFINITY;
   if (std::isnan(err)) return NAN;
   return 10.0 * std::log10(sig / err);

@@ -377,6 +377,11 @@ NpyArray parse_npy(const uint8_t* bytes, std::size_t size, const std::string& na
 }
 
 NpyArray read_npy(const std::string& path) {
+  {  // the header first, from the file's first MiB: a bad or lying file is refused before its data is read
+    uint64_t total = 0;
+    const std::vector<uint8_t> head = read_file_prefix(path, std::size_t(1) << 20, &total);
+    parse_npy_header(head.data(), head.size(), std::size_t(total), path);
+  }
   std::vector<uint8_t> bytes = read_file(path);
   NpyArray a;
   const std::size_t offset = parse_header(bytes.data(), bytes.size(), bytes.size(), path, a);

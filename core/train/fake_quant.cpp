@@ -178,6 +178,14 @@ FakeQuantResult FakeQuant::apply(const float* x, std::size_t rows, std::size_t c
       });
       for (double v : ca) r.amax = std::max(r.amax, v);
     }
+  } else if (scheme_.granularity == Granularity::None) {  // no scale: a plain cast to the format (scale 1)
+    r.amax = amax_of(x, n);
+    r.scale = 1.0f;
+    two_shards(pool, n, total, [&](std::size_t b, std::size_t e, ShardOut& o) {
+      if (e > b)
+        encode_group(f, opt, x + b, e - b, 1.0f, b, y + b, codes ? codes + b : nullptr,
+                     clipped ? clipped + b : nullptr, o.st, o.clipped);
+    });
   } else {  // blocks of scheme_.block along each row
     const std::size_t bl = std::size_t(scheme_.block);
     const bool mx = scheme_.scale_format && scheme_.scale_format->name == "e8m0fnu";

@@ -144,6 +144,7 @@ const float* Mlp::forward_impl(const float* x, int batch, bool record, uint64_t 
   const std::size_t B = std::size_t(batch), L = layers_.size();
   if (act_stats) act_stats->assign(aq_.empty() ? 0 : L, FakeQuantResult{});
   for (std::size_t l = 0; l < L; ++l) {
+    check_cancel();
     const MlpLayer& lay = layers_[l];
     const float* pre = l == 0 ? x : w.act[l].data();
     w.pre[l] = pre;
@@ -216,6 +217,7 @@ double Mlp::train_batch(const float* x, const int* labels, int batch, int* corre
 
   const bool zero_clipped = quant_.ste_zero_clipped;
   for (std::size_t li = L; li-- > 0;) {
+    check_cancel();
     MlpLayer& lay = layers_[li];
     const std::size_t O = std::size_t(lay.out), I = std::size_t(lay.in);
     lay.dW.resize(O * I);

@@ -10,6 +10,8 @@
 //   // ... optimizer updates W and b, then quantize_weights() again before the next batch
 #pragma once
 
+#include <atomic>
+#include <stdexcept>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -21,6 +23,11 @@
 #include "train/fake_quant.h"
 
 namespace qs {
+
+// Thrown by Mlp's passes when the cancel flag (set_cancel_flag) is set; Trainer::run turns it into a stop.
+struct TrainingCancelled : std::runtime_error {
+  TrainingCancelled() : std::runtime_error("training cancelled") {}
+};
 
 struct Dataset;
 class ShardPool;
@@ -94,7 +101,14 @@ class Mlp {
   // batches like training's).
   double accuracy(const Dataset& data, int chunk = 128);
 
+  // A flag another thread may set to end the work in progress: train_batch, forward and accuracy check it
+  // between layers (and chunks) and throw TrainingCancelled once it is set. Null (the default): never.
+  void set_cancel_flag(const std::atomic<bool>* flag) { cancel_ = flag; }
+
  private:
+  void check_cancel() const {
+    if (cancel_ && cancel_->load(std::memory_order_relaxed)) throw TrainingCancelled();
+  }
   struct Work;
   void ensure_work(int batch);
   // Forward of rows [0, batch) into the work buffers; returns the logits pointer.
@@ -107,6 +121,7 @@ class Mlp {
   std::vector<FakeQuant> wq_, aq_;
   std::unique_ptr<ShardPool> pool_;
   std::unique_ptr<Work> work_;
+  const std::atomic<bool>* cancel_ = nullptr;
 };
 
 }  // namespace qs

@@ -225,7 +225,7 @@ std::size_t Trainer::steps_per_epoch() const {
 
 const GridOptim* Trainer::grid_optimizer() const { return dynamic_cast<const GridOptim*>(opt_.get()); }
 
-TrainResult Trainer::run(const StepCallback& on_step) {
+TrainResult Trainer::run(const StepCallback& on_step, const std::atomic<bool>* cancel) {
   if (ran_) throw std::logic_error("Trainer::run: a trainer runs once; make a new one");
   ran_ = true;
   const auto t0 = Clock::now();
@@ -244,7 +244,9 @@ TrainResult Trainer::run(const StepCallback& on_step) {
   std::vector<FakeQuantResult> acts;
   uint64_t step = 0;
   bool stop = false;
+  net.set_cancel_flag(cancel);
 
+  try {
   for (int epoch = 1; epoch <= cfg_.epochs && !stop; ++epoch) {
     const std::vector<uint32_t> perm = permutation(N, cfg_.seed, epoch);
     const auto te = Clock::now();
@@ -370,6 +372,12 @@ TrainResult Trainer::run(const StepCallback& on_step) {
       }
     }
   }
+  } catch (const TrainingCancelled&) {  // the cancel flag, within a step: that step is not delivered
+    --step;
+    res.status = TrainResult::Status::Stopped;
+    res.message = "stopped during step " + std::to_string(step + 1);
+  }
+  net.set_cancel_flag(nullptr);  // the final evaluation below runs to the end (one pass over the test set)
   res.steps = step;
   if (res.status == TrainResult::Status::Completed && !res.epochs.empty() && res.epochs.back().test_acc >= 0)
     res.test_acc = res.epochs.back().test_acc;

@@ -138,8 +138,10 @@ class Trainer {
 
   // Runs the configured epochs (once; a second call throws std::logic_error). A NaN or infinite loss stops
   // the run with Status::Diverged after delivering that step (loss NaN). After the last step (or a stop),
-  // the final weights are evaluated on the whole test set.
-  TrainResult run(const StepCallback& on_step = {});
+  // the final weights are evaluated on the whole test set. `cancel`, when given, may be set from another
+  // thread to stop within the step in progress (checked between layers; a large batch's step can take
+  // seconds): the run ends with Status::Stopped and the steps delivered so far.
+  TrainResult run(const StepCallback& on_step = {}, const std::atomic<bool>* cancel = nullptr);
 
  private:
   TrainConfig cfg_;
