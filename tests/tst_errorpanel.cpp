@@ -8,6 +8,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QImage>
+#include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -81,6 +82,8 @@ private slots:
   void exportWritesEveryFile();
   void exportFailureLeavesNothing();
   void uiBenchmarkSmall();
+  void longTensorNameKeepsWidth_data();
+  void longTensorNameKeepsWidth();
   void screenshot();
 };
 
@@ -399,6 +402,39 @@ void TestErrorPanel::uiBenchmarkSmall() {
   QVERIFY(f[2].toDouble() > 0);
   QVERIFY(f[3].toDouble() >= 9);  // at least one 10 ms tick interval
   qInfo("%s", qPrintable(lines[1]));
+}
+
+// F2: the status line and the value plot's title name the tensor; a name from a file can be any
+// length, and its natural width used to become the window's minimum (153,179 px for 20,000 characters).
+void TestErrorPanel::longTensorNameKeepsWidth_data() {
+  QTest::addColumn<QString>("name");
+  QTest::newRow("20000-char name, no break") << QString(20000, u'L');
+  QTest::newRow("20000-char name, dotted") << QStringLiteral("layer.").repeated(3333);
+  QTest::newRow("1000 words") << QStringLiteral("word ").repeated(1000).trimmed();
+  QTest::newRow("20000-char html-like name") << QStringLiteral("<b>&amp;").repeated(2500);
+}
+
+void TestErrorPanel::longTensorNameKeepsWidth() {
+  QFETCH(QString, name);
+  ErrorPanel panel;
+  panel.resize(1000, 700);
+  panel.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&panel));
+  TensorData t = makeTensor("longTensorNameKeepsWidth", 64, 64);
+  t.name = name;
+  panel.setTensor(t);
+  panel.setSchemes(schemes({"int8/tensor"}));
+  QVERIFY(panel.waitForIdle(30000));
+  QCoreApplication::processEvents();
+  QVERIFY2(panel.minimumSizeHint().width() <= 900, qPrintable(QString::number(panel.minimumSizeHint().width())));
+  QVERIFY2(panel.width() <= 1000, qPrintable(QString::number(panel.width())));
+  const QWidget* plot = panel.valuePlot();  // its title names the tensor
+  QVERIFY2(plot->minimumSizeHint().width() <= 700, qPrintable(QString::number(plot->minimumSizeHint().width())));
+  // The status line keeps the whole name (its tooltip and statusText() have it), and stays a few lines tall.
+  QVERIFY(panel.statusText().contains(name.toHtmlEscaped()));
+  auto* status = panel.findChild<QLabel*>(QStringLiteral("errorStatus"));
+  QVERIFY(status);
+  QVERIFY2(status->height() <= 4 * status->fontMetrics().lineSpacing(), qPrintable(QString::number(status->height())));
 }
 
 void TestErrorPanel::screenshot() {

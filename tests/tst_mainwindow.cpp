@@ -7,7 +7,9 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
@@ -55,6 +57,11 @@ private slots:
   void reportIntoUnwritableFolder();
   void settingsPersist();
   void reportCancelLeavesNothing();
+  void longTextsKeepWindowSize_data();
+  void longTextsKeepWindowSize();
+  void settingsCapLongTexts();
+  void settingsFileNotAnObject_data();
+  void settingsFileNotAnObject();
 
 private:
   QTemporaryDir m_dir;
@@ -401,6 +408,115 @@ void TestMainWindow::reportCancelLeavesNothing() {
   QVERIFY2(why.contains(QStringLiteral("cancelled")), qPrintable(why));
   QVERIFY(!QFileInfo::exists(dir));
   QVERIFY(QDir(m_dir.path()).entryList({QStringLiteral(".quantscope-report-*")}, QDir::Dirs | QDir::Hidden).isEmpty());
+}
+
+// F2: tensor names, demo titles and explanations come from files, and their natural width used to
+// become the window's minimum width (a 20,000-character tensor name: a 153,179 px window, 1.65 GB).
+// Each row shows the window with one such text and checks that it still fits a 1280 x 720 screen.
+void TestMainWindow::longTextsKeepWindowSize_data() {
+  QTest::addColumn<QString>("what");
+  QTest::addColumn<QString>("text");
+  QTest::newRow("tensor name 20000 L") << "tensor" << QString(20000, u'L');
+  QTest::newRow("tensor name 20000 dotted") << "tensor" << QStringLiteral("blk.0.").repeated(3333);
+  QTest::newRow("demo title 20000 L") << "title" << QString(20000, u'T');
+  QTest::newRow("demo title 10000 words") << "title" << QStringLiteral("word ").repeated(10000);
+  QTest::newRow("demo explanation 20000 L") << "explanation" << QString(20000, u'E');
+  QTest::newRow("demo explanation 10000 words") << "explanation" << QStringLiteral("word ").repeated(10000);
+}
+
+void TestMainWindow::longTextsKeepWindowSize() {
+  QFETCH(QString, what);
+  QFETCH(QString, text);
+  MainWindow w;
+  w.setInteractive(false);
+  QVERIFY(w.waitForIdle(30000));
+  if (what == u"tensor") {
+    // A .safetensors file whose one tensor has this name, written byte by byte.
+    const QByteArray header = QJsonDocument(QJsonObject{{text, QJsonObject{{"dtype", "F32"},
+                                                                            {"shape", QJsonArray{4, 8}},
+                                                                            {"data_offsets", QJsonArray{0, 128}}}}})
+                                  .toJson(QJsonDocument::Compact);
+    const QString path = m_dir.filePath(QStringLiteral("long-name.safetensors"));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    const quint64 n = quint64(header.size());
+    for (int i = 0; i < 8; ++i) f.putChar(char((n >> (8 * i)) & 0xff));
+    f.write(header);
+    f.write(QByteArray(128, '\0'));
+    f.close();
+    w.openFiles({path});
+    QVERIFY(w.waitForIdle(30000));
+    QVERIFY2(w.lastError().isEmpty(), qPrintable(w.lastError().left(200)));
+    QCOMPARE(w.currentTensor().name, text);
+  } else {
+    ViewSettings s;
+    s.preset = QStringLiteral("long");
+    s.title = what == u"title" ? text : QStringLiteral("A demo");
+    s.explanation = what == u"explanation" ? text : QStringLiteral("Its explanation.");
+    QString why;
+    QVERIFY2(w.applySettings(s, &why), qPrintable(why));
+    QVERIFY(w.waitForIdle(30000));
+    QVERIFY(w.findChild<QWidget*>(QStringLiteral("demoBar"))->isVisibleTo(&w));
+    // Shown elided, kept whole: the view written back is the view read.
+    QCOMPARE(w.currentSettings().title, s.title);
+    QCOMPARE(w.currentSettings().explanation, s.explanation);
+  }
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  QVERIFY(w.waitForIdle(30000));
+  QCoreApplication::processEvents();
+  QVERIFY2(w.width() <= 1400, qPrintable(QString::number(w.width())));
+  QVERIFY2(w.minimumSizeHint().width() <= 1280, qPrintable(QString::number(w.minimumSizeHint().width())));
+  QVERIFY2(w.minimumSizeHint().height() <= 720, qPrintable(QString::number(w.minimumSizeHint().height())));
+  // And it can be made that small.
+  w.resize(1280, 720);
+  QCoreApplication::processEvents();
+  QCOMPARE(w.size(), QSize(1280, 720));
+}
+
+// F2, the file side: texts read from settings files are bounded. Display texts are cut (with an
+// ellipsis), names are refused, because a cut name would name another tensor.
+void TestMainWindow::settingsCapLongTexts() {
+  const int cap = ViewSettings::kMaxTextChars;
+  ViewSettings s;
+  QString why;
+  QVERIFY2(ViewSettings::fromJson(QJsonObject{{"title", QString(20000, u'T')}, {"explanation", QStringLiteral("word ").repeated(10000)}},
+                                  &s, &why),
+           qPrintable(why));
+  QCOMPARE(s.title.size(), cap);
+  QVERIFY(s.title.endsWith(QChar(0x2026)));
+  QCOMPARE(s.explanation.size(), cap);
+  QVERIFY(ViewSettings::fromJson(QJsonObject{{"title", QString(cap, u'T')}}, &s, &why));
+  QCOMPARE(s.title, QString(cap, u'T'));  // up to the cap nothing changes
+
+  const QJsonObject longTensor{
+      {"data", QJsonObject{{"source", "file"}, {"file", "/x.safetensors"}, {"tensor", QString(20000, u'L')}}}};
+  QVERIFY(!ViewSettings::fromJson(longTensor, &s, &why));
+  QVERIFY2(why.contains(QStringLiteral("'tensor'")) && why.contains(QString::number(cap)), qPrintable(why));
+  QVERIFY(!ViewSettings::fromJson(QJsonObject{{"compare", QJsonArray{QString(cap + 1, u'e')}}}, &s, &why));
+  QVERIFY2(why.contains(QStringLiteral("'compare'")), qPrintable(why));
+}
+
+// F16: '[1]' is valid JSON but not a settings object; the message said "no error occurred".
+void TestMainWindow::settingsFileNotAnObject_data() {
+  QTest::addColumn<QByteArray>("text");
+  QTest::addColumn<QString>("mentions");
+  QTest::newRow("array") << QByteArray("[1]\n") << "not a JSON object";
+  QTest::newRow("empty array") << QByteArray("[]") << "an array";
+  QTest::newRow("truncated") << QByteArray("{\"tab\": ") << "not valid JSON";
+  QTest::newRow("empty file") << QByteArray() << "not valid JSON";
+}
+
+void TestMainWindow::settingsFileNotAnObject() {
+  QFETCH(QByteArray, text);
+  QFETCH(QString, mentions);
+  ViewSettings s;
+  QString why;
+  QVERIFY(!ViewSettings::fromJsonText(text, &s, &why));
+  QVERIFY2(why.contains(mentions), qPrintable(why));
+  QVERIFY2(!why.contains(QStringLiteral("no error occurred")), qPrintable(why));
+  QVERIFY(ViewSettings::fromJsonText(R"({"tab": "Error"})", &s, &why));
+  QCOMPARE(s.tab, QStringLiteral("Error"));
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -664,7 +664,7 @@ void tst_Npy::atomicWriteFailureLeavesNothing_data() {
   QTest::newRow("missing nested folder") << "nope/deeper/out.npy"
                                          << "does not exist";
   QTest::newRow("target is a folder") << "sub"
-                                      << "cannot replace";  // temp written, rename fails, temp removed
+                                      << "is a directory";  // refused before a temp file is made
   QTest::newRow("parent is a file") << "file.txt/out.npy"
                                     << "is not a folder";
 }

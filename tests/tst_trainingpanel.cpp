@@ -46,6 +46,7 @@ class tst_TrainingPanel : public QObject {
   void invalidInputShowsAMessage();
   void divergingRunKeepsItsSteps();
   void fashionMnistRun();
+  void stopEndsTheStepInProgress();
   void flipCountsReport();
   void screenshot();
 
@@ -231,6 +232,23 @@ void tst_TrainingPanel::fashionMnistRun() {
   QCOMPARE(r.dataset, QStringLiteral("fashion-mnist"));
   QVERIFY(!r.steps.empty());
   QVERIFY(r.steps.size() < std::size_t(938));  // 60 000 / 64 steps in the epoch: stopped early
+}
+
+// Stop ends the step in progress (the trainer's cancel flag, checked between layers), not only the run
+// between steps: a run whose one step per epoch is the whole training set (seconds on Fashion-MNIST),
+// stopped right after it starts, delivers no step at all. (Stopping only between steps delivered one.)
+void tst_TrainingPanel::stopEndsTheStepInProgress() {
+  const bool fashion = TrainingPanel::fashionMnistAvailable();
+  QSignalSpy finished(m_panel, &TrainingPanel::runFinished);
+  qs::TrainConfig c = tiny(3);
+  c.batch = 65536;
+  QVERIFY(m_panel->startRun(c, !fashion));
+  m_panel->stop();
+  QVERIFY(waitFinished(finished, 60000));
+  QCOMPARE(finished.front().at(1).toString(), QStringLiteral("stopped"));
+  const TrainingRun& r = m_panel->run(m_panel->runCount() - 1);
+  QCOMPARE(r.steps.size(), std::size_t(0));
+  QVERIFY(m_panel->statusText().contains(QStringLiteral("stopped")));
 }
 
 void tst_TrainingPanel::flipCountsReport() {

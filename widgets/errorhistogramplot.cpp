@@ -1,5 +1,6 @@
 // ErrorHistogramPlot: log2-binned error histograms, one colour per scheme, clipping apart from rounding.
 // Exercise: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_errorpanel` (writes /tmp/qs-errorpanel.png).
+#include "io/csv.h"
 #include "errorhistogramplot.h"
 
 #include "plotstyle.h"
@@ -191,7 +192,7 @@ QByteArray ErrorHistogramPlot::csv() const {
     v.rel_error = s.rel;
     QByteArray scheme = s.scheme.toUtf8();
     if (scheme.contains(',')) scheme = '"' + scheme + '"';
-    out += QByteArray::fromStdString(qs::error_view_histogram_csv(v, scheme.toStdString() + ","));
+    out += QByteArray::fromStdString(qs::error_view_histogram_csv(v, qs::csv_field(scheme.toStdString()) + ","));
   }
   return out;
 }

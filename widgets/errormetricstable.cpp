@@ -1,5 +1,6 @@
 // ErrorMetricsTable: a QTableWidget whose items sort by a numeric role, so "∞ (exact)" and "1.2e-05"
 // order correctly. Exercise: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_errorpanel`.
+#include "io/csv.h"
 #include "errormetricstable.h"
 
 #include "errortext.h"
@@ -130,7 +131,7 @@ double ErrorMetricsTable::number(int row, Column column) const {
 QByteArray ErrorMetricsTable::csv() const {
   QByteArray out("scheme,sqnr_db,mse,max_abs_error,mean_abs_error,clip_mse,round_mse,clipped,overflow,underflow,nan,"
                  "finite,pos_inf,neg_inf,amax,groups,grid\n");
-  auto quoted = [](QByteArray s) { return s.contains(',') || s.contains('"') ? '"' + s.replace('"', "\"\"") + '"' : s; };
+  auto quoted = [](const QByteArray& s) { return QByteArray::fromStdString(qs::csv_field(s.toStdString())); };
   for (const Row& row : m_rows) {
     out += quoted(row.scheme.toUtf8());
     if (!row.view) {

@@ -2,6 +2,7 @@
 // and the report export. Exercise: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_errorpanel`.
 #include "errorpanel.h"
 
+#include "elidedlabel.h"
 #include "errormetricstable.h"
 #include "errortext.h"
 #include "plotexport.h"
@@ -116,9 +117,12 @@ void ErrorPanel::buildUi() {
   });
   m_exportButton->setMenu(menu);
 
-  m_status = new QLabel;
+  // The line names the tensor: a name from a file can be any length, so the label elides it rather
+  // than growing the window (F2: a 20,000-character name made a 153,179 px window).
+  m_status = new ElidedLabel;
   m_status->setObjectName(QStringLiteral("errorStatus"));
   m_status->setWordWrap(true);
+  m_status->setMaximumLines(3);
   m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
   auto* bar = new QHBoxLayout;

@@ -27,7 +27,7 @@
 class ErrorMetricsTable;
 class QCheckBox;
 class QComboBox;
-class QLabel;
+class ElidedLabel;
 class QProgressBar;
 class QPushButton;
 class QTableWidget;
@@ -130,5 +130,5 @@ private:
   QProgressBar* m_progress = nullptr;
   QPushButton* m_cancelButton = nullptr;
   QToolButton* m_exportButton = nullptr;
-  QLabel* m_status = nullptr;
+  ElidedLabel* m_status = nullptr;
 };

@@ -2,6 +2,8 @@
 // you type. Exercise: `quantscope` (Formats tab, setup dock), tests/tst_formatspanel.cpp.
 #include "formatpicker.h"
 
+#include "elidedlabel.h"
+
 #include <QComboBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -66,9 +68,11 @@ FormatPicker::FormatPicker(const QString& prefix, bool compact, QWidget* parent)
     row->addWidget(m_combo);
     row->addWidget(m_custom, 1);
   } else {
-    m_label = new QLabel;
+    // One line, elided: the parser quotes the spec, which can be any length (the field's tooltip and
+    // this label's have the whole message).
+    m_label = new ElidedLabel;
     m_label->setObjectName(name("specMessageLabel"));
-    m_label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_label->setElideMode(Qt::ElideRight);
     m_label->setMinimumHeight(m_label->fontMetrics().height());  // no jump on errors
     auto* grid = new QGridLayout(this);
     grid->setContentsMargins(0, 0, 0, 0);
@@ -99,7 +103,7 @@ void FormatPicker::setState(bool valid, const QString& message) {
     m_label->setText(valid ? kHint : message);
   }
   m_custom->setStyleSheet(valid ? QString() : QStringLiteral("QLineEdit { border: 1px solid #c62828; }"));
-  m_custom->setToolTip(valid ? kHint : message);
+  m_custom->setToolTip(valid ? kHint : elide::toolTip(message));
   if (changed) emit validityChanged(valid, message);
 }
 

@@ -8,7 +8,7 @@
 #include "format/format.h"
 
 class QComboBox;
-class QLabel;
+class ElidedLabel;
 class QLineEdit;
 
 class FormatPicker : public QWidget {
@@ -46,7 +46,7 @@ private:
 
   QComboBox* m_combo = nullptr;
   QLineEdit* m_custom = nullptr;
-  QLabel* m_label = nullptr;  // the message under the field; null in compact mode
+  ElidedLabel* m_label = nullptr;  // the message under the field; null in compact mode
   bool m_compact = false;
   qs::Format m_format;
   QString m_spec;

@@ -4,6 +4,7 @@
 // Exercise: the Latency tab of `quantscope`, `QT_QPA_PLATFORM=offscreen ./build/tst_latencypanel`.
 #include "latencypanel.h"
 
+#include "elidedlabel.h"
 #include "plotstyle.h"
 
 #include "plotexport.h"
@@ -217,9 +218,10 @@ void LatencyPanel::buildUi() {
   m_progress->setRange(0, 1);
   m_progress->setValue(0);
   m_progress->setFormat(QStringLiteral("%v / %m kernel runs"));
-  m_status = new QLabel(QStringLiteral("Each kernel is checked against a reference, then timed."));
+  m_status = new ElidedLabel(QStringLiteral("Each kernel is checked against a reference, then timed."));
   m_status->setObjectName(QStringLiteral("sweepStatus"));
-  m_status->setWordWrap(true);
+  m_status->setWordWrap(true);  // errors quote the sizes and kernels typed: never widen the tab
+  m_status->setMaximumLines(3);
   m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
   m_exportButton = new QToolButton;

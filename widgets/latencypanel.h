@@ -21,7 +21,7 @@
 class QCustomPlot;
 class QCPGraph;
 class QComboBox;
-class QLabel;
+class ElidedLabel;
 class QLineEdit;
 class QListWidget;
 class QProgressBar;
@@ -112,7 +112,7 @@ private:
   QPushButton* m_cancelButton = nullptr;
   QToolButton* m_exportButton = nullptr;
   QProgressBar* m_progress = nullptr;
-  QLabel* m_status = nullptr;
+  ElidedLabel* m_status = nullptr;
   QCustomPlot* m_plots[3] = {nullptr, nullptr, nullptr};
 
   QFutureWatcher<void> m_watcher;

@@ -1,5 +1,6 @@
 // MainWindow: assembles the panels and wires data → schemes → views; menus, drag and drop, demos,
 // report export and persisted settings. Exercise: `quantscope`, tests/tst_mainwindow.cpp.
+#include "io/dtype.h"
 #include "mainwindow.h"
 
 #include <QApplication>
@@ -7,6 +8,8 @@
 #include <QDateTime>
 #include <QDeadlineTimer>
 #include <QDir>
+#include <QGuiApplication>
+#include <QScreen>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -35,6 +38,7 @@
 
 #include "cuda/device.h"
 #include "dataloader.h"
+#include "elidedlabel.h"
 #include "errorpanel.h"
 #include "format/encode_simd.h"
 #include "formatgridplot.h"
@@ -128,8 +132,20 @@ MainWindow::MainWindow(QWidget* parent, bool persistent) : QMainWindow(parent), 
             addRecent(path);
             log(QStringLiteral("Opened %1: %2 tensors (%3)").arg(QDir::toNativeSeparators(path)).arg(tensors.size()).arg(kind));
             if (m_pendingFile == path) {
-              const QString tensor = m_pendingTensor;
+              QString tensor = m_pendingTensor;
               m_pendingFile.clear();
+              if (tensor.isEmpty()) {  // openFiles: the first tensor the Error tab can show
+                for (const qs::TensorInfo& t : tensors)
+                  if (qs::dtype_is_float(t.dtype)) {
+                    tensor = QString::fromStdString(t.name);
+                    break;
+                  }
+                if (tensor.isEmpty()) {
+                  log(QStringLiteral("%1 holds no floating-point tensor to show").arg(QDir::toNativeSeparators(path)));
+                  return;
+                }
+                m_tabs->setCurrentWidget(m_error);
+              }
               if (m_setup->selectTensor(path, tensor)) m_loader->loadTensor(path, tensor);
               else showError(QStringLiteral("Cannot show the tensor"), QStringLiteral("%1: no tensor named '%2'").arg(path, tensor));
             }
@@ -151,7 +167,11 @@ MainWindow::MainWindow(QWidget* parent, bool persistent) : QMainWindow(parent), 
   connect(m_heatmap, &SqnrHeatmap::failed, this,
           [this](const QString& message) { showError(QStringLiteral("Cannot analyse the file"), message); });
 
-  resize(1400, 860);
+  // 1400 x 860, or the screen's available area when that is smaller (a 1366 x 768 or 1280 x 720 laptop):
+  // the layout's minimum fits 1280 x 720.
+  QSize size(1400, 860);
+  if (const QScreen* screen = QGuiApplication::primaryScreen()) size = size.boundedTo(screen->availableGeometry().size());
+  resize(size);
   m_setup->schemeList()->setSettings(ViewSettings{}.schemes);  // the defaults: e4m3fn and int8 per tensor
   if (m_persistent) restorePersistent();
   applySchemes();
@@ -164,12 +184,19 @@ QWidget* MainWindow::buildDemoBar() {
   m_demoBar = new QFrame;
   m_demoBar->setObjectName(QStringLiteral("demoBar"));
   m_demoBar->setStyleSheet(QStringLiteral("#demoBar { background: #fff8e1; border-bottom: 1px solid #e0c97f; }"));
-  m_demoTitle = new QLabel;
+  // Title and explanation come from settings files too (F2: a long title made the window as wide as
+  // itself): the title is one elided line, the explanation wraps and keeps to a few lines.
+  m_demoTitle = new ElidedLabel;
   m_demoTitle->setObjectName(QStringLiteral("demoTitle"));
-  m_demoText = new QLabel;
+  m_demoTitle->setElideMode(Qt::ElideRight);
+  QFont bold = m_demoTitle->font();
+  bold.setBold(true);
+  m_demoTitle->setFont(bold);
+  m_demoText = new ElidedLabel;
   m_demoText->setObjectName(QStringLiteral("demoText"));
   m_demoText->setWordWrap(true);
   m_demoText->setTextFormat(Qt::RichText);
+  m_demoText->setMaximumLines(6);
   auto* close = new QToolButton;
   close->setText(QStringLiteral("✕"));
   close->setToolTip(QStringLiteral("Hide the explanation"));
@@ -203,12 +230,7 @@ void MainWindow::buildMenus() {
     QString why;
     ViewSettings s;
     if (!f.open(QIODevice::ReadOnly)) why = f.errorString();
-    else {
-      QJsonParseError pe;
-      const QJsonDocument doc = QJsonDocument::fromJson(f.readAll(), &pe);
-      if (!doc.isObject()) why = pe.errorString();
-      else if (ViewSettings::fromJson(doc.object(), &s, &why) && applySettings(s, &why)) return;
-    }
+    else if (ViewSettings::fromJsonText(f.readAll(), &s, &why) && applySettings(s, &why)) return;
     showError(QStringLiteral("Cannot load settings"), QStringLiteral("%1: %2").arg(path, why));
   });
   file->addAction(QStringLiteral("Save settings…"), this, [this] {
@@ -291,7 +313,7 @@ void MainWindow::setBusy(bool) {
 
 void MainWindow::log(const QString& message) {
   const QString line = QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss  ")) + message;
-  m_log->appendPlainText(line);
+  m_log->appendPlainText(elide::middle(line, 1000));  // names from files can be any length; stderr has all
   if (!m_interactive) std::fprintf(stderr, "quantscope: %s\n", qPrintable(message));
 }
 
@@ -406,7 +428,7 @@ void MainWindow::showDemo(const ViewSettings& s) {
     m_demoBar->hide();
     return;
   }
-  m_demoTitle->setText(QStringLiteral("<b>%1</b>").arg(s.title.toHtmlEscaped()));
+  m_demoTitle->setText(s.title);
   m_demoText->setText(s.explanation);
   m_demoBar->show();
 }
@@ -423,6 +445,17 @@ void MainWindow::openFile(const QString& path) {
   m_loader->listFile(path);
 }
 
+void MainWindow::openFiles(const QStringList& paths) {
+  for (int i = 0; i < paths.size(); ++i) {
+    const QString path = QFileInfo(paths[i]).absoluteFilePath();
+    if (i == 0) {
+      m_pendingFile = path;
+      m_pendingTensor.clear();  // the first float tensor, once listed
+    }
+    openFile(path);
+  }
+}
+
 void MainWindow::addRecent(const QString& path) {
   const QString abs = QFileInfo(path).absoluteFilePath();
   m_recent.removeAll(abs);
@@ -433,7 +466,10 @@ void MainWindow::addRecent(const QString& path) {
 
 void MainWindow::rebuildRecentMenu() {
   m_recentMenu->clear();
-  for (const QString& p : m_recent) m_recentMenu->addAction(QDir::toNativeSeparators(p), this, [this, p] { openFile(p); });
+  for (const QString& p : m_recent) {
+    QAction* a = m_recentMenu->addAction(elide::middle(QDir::toNativeSeparators(p), 120), this, [this, p] { openFile(p); });
+    a->setToolTip(elide::toolTip(QDir::toNativeSeparators(p)));
+  }
   m_recentMenu->setEnabled(!m_recent.isEmpty());
 }
 

@@ -11,6 +11,7 @@
 #include "viewsettings.h"
 
 class QLabel;
+class ElidedLabel;
 class QMenu;
 class QPlainTextEdit;
 class QProgressBar;
@@ -46,6 +47,9 @@ public:
   // Lists the file's tensors in the setup dock (asynchronously; a load error shows a message box
   // naming the file, or only the log when `quiet`).
   void openFile(const QString& path);
+  // The files of the command line (`quantscope a.npz b.onnx`, the desktop entry's %F): each is opened as
+  // with File → Open, and the first float tensor of the first one is shown in the Error tab.
+  void openFiles(const QStringList& paths);
   // Writes the report folder (see reportwriter.h). Waits for running work first.
   // With `interactive`, a progress dialog names the stage and offers Cancel.
   bool exportReport(const QString& dir, QString* error = nullptr, bool interactive = false);
@@ -108,8 +112,8 @@ private:
   SetupDock* m_setup = nullptr;
   QPlainTextEdit* m_log = nullptr;
   QWidget* m_demoBar = nullptr;
-  QLabel* m_demoTitle = nullptr;
-  QLabel* m_demoText = nullptr;
+  ElidedLabel* m_demoTitle = nullptr;  // both from presets or any settings.json: elided, never widen the window
+  ElidedLabel* m_demoText = nullptr;
   QProgressBar* m_progress = nullptr;
   QPushButton* m_cancel = nullptr;
   QMenu* m_recentMenu = nullptr;

@@ -11,6 +11,7 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "elidedlabel.h"
 #include "formatpicker.h"
 
 SchemeRow::SchemeRow(const SchemeSetting& s, QWidget* parent) : QWidget(parent) {
@@ -36,9 +37,10 @@ SchemeRow::SchemeRow(const SchemeSetting& s, QWidget* parent) : QWidget(parent) 
   auto* remove = new QToolButton;
   remove->setText(QStringLiteral("✕"));
   remove->setToolTip(QStringLiteral("Remove this scheme"));
-  m_message = new QLabel;
+  m_message = new ElidedLabel;  // the parser quotes the granularity typed: any length
   m_message->setStyleSheet(QStringLiteral("color: #c62828;"));
   m_message->setWordWrap(true);
+  m_message->setMaximumLines(3);
   m_message->hide();
 
   auto* grid = new QGridLayout(this);

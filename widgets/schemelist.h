@@ -12,7 +12,7 @@
 #include "viewsettings.h"
 
 class QComboBox;
-class QLabel;
+class ElidedLabel;
 class QSpinBox;
 class QVBoxLayout;
 class FormatPicker;
@@ -41,7 +41,7 @@ private:
   QComboBox* m_granularity = nullptr;
   QComboBox* m_rounding = nullptr;
   QComboBox* m_overflow = nullptr;
-  QLabel* m_message = nullptr;
+  ElidedLabel* m_message = nullptr;
   QString m_problem;
 };
 

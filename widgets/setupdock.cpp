@@ -17,6 +17,7 @@
 #include <QVBoxLayout>
 
 #include "quant/analyze.h"
+#include "elidedlabel.h"
 #include "schemelist.h"
 
 namespace {
@@ -199,13 +200,13 @@ void SetupDock::addFile(const QString& path, const QString& kind, const std::vec
     if (m_tree->topLevelItem(i)->data(0, kPathRole).toString() == path) delete m_tree->takeTopLevelItem(i--);
   auto* file = new QTreeWidgetItem({QFileInfo(path).fileName(), kind, QStringLiteral("%1 tensors").arg(tensors.size())});
   file->setData(0, kPathRole, path);
-  file->setToolTip(0, path);
+  file->setToolTip(0, elide::toolTip(path));
   for (const qs::TensorInfo& t : tensors) {
     auto* item = new QTreeWidgetItem(file, {QString::fromStdString(t.name), QString::fromLatin1(qs::to_string(t.dtype)),
                                             QString::fromStdString(qs::shape_string(t.shape))});
     item->setData(0, kPathRole, path);
     item->setData(0, kTensorRole, QString::fromStdString(t.name));
-    item->setToolTip(0, QString::fromStdString(t.name));
+    item->setToolTip(0, elide::toolTip(QString::fromStdString(t.name)));  // the tree elides the name itself
     const bool usable = qs::dtype_is_float(t.dtype) && t.numel() >= 1;
     if (!usable) {
       item->setDisabled(true);

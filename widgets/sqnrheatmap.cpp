@@ -1,8 +1,10 @@
 // SqnrHeatmap: qs::analyze_file on a QtConcurrent worker (QPromise for progress and Cancel), cells
 // streamed into a QCPColorMap through a ~40 ms coalescing timer, tensor and scheme names as axis labels.
 // Exercise: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_sqnrheatmap` (writes /tmp/qs-sqnrheatmap.png).
+#include "io/csv.h"
 #include "sqnrheatmap.h"
 
+#include "elidedlabel.h"
 #include "plotstyle.h"
 
 #include "errortext.h"
@@ -56,10 +58,7 @@ QString schemeLabel(const qs::Scheme& s) {
   return label;
 }
 
-QByteArray csvField(const QString& s) {
-  QByteArray b = s.toUtf8();
-  return b.contains(',') || b.contains('"') ? '"' + b.replace('"', "\"\"") + '"' : b;
-}
+QByteArray csvField(const QString& s) { return QByteArray::fromStdString(qs::csv_field(s.toStdString())); }
 
 }  // namespace
 
@@ -139,9 +138,10 @@ void SqnrHeatmap::buildUi() {
   m_exportButton->setMenu(menu);
   plotexport::installContextMenu(m_plot, QStringLiteral("sqnr-heatmap"), csvWriter, QStringLiteral("QuantScope SQNR heatmap"));
 
-  m_status = new QLabel(QStringLiteral("Open a model file to see the SQNR of every tensor under every scheme."));
+  m_status = new ElidedLabel(QStringLiteral("Open a model file to see the SQNR of every tensor under every scheme."));
   m_status->setObjectName(QStringLiteral("heatmapStatus"));
-  m_status->setWordWrap(true);
+  m_status->setWordWrap(true);  // names files and tensors: long runs are shortened, never widen the tab
+  m_status->setMaximumLines(3);
   m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
   auto* bar = new QHBoxLayout;
@@ -432,7 +432,7 @@ void SqnrHeatmap::showTip(QMouseEvent* event) {
   if (c.x() < 0) return;
   const Cell& cl = cell(c.y(), c.x());
   QString text = QStringLiteral("<b>%1</b> (%2)<br>%3<br>")
-                     .arg(m_tensors[c.y()].toHtmlEscaped(), m_shapes.value(c.y()), m_schemeNames[c.x()].toHtmlEscaped());
+                     .arg(elide::runs(m_tensors[c.y()]).toHtmlEscaped(), m_shapes.value(c.y()), m_schemeNames[c.x()].toHtmlEscaped());
   if (!cl.computed) {
     text += m_running ? QStringLiteral("not computed yet") : QStringLiteral("not applicable (channel axis beyond the tensor's rank)");
   } else {

@@ -24,7 +24,7 @@
 class QCPColorMap;
 class QCPColorScale;
 class QCustomPlot;
-class QLabel;
+class ElidedLabel;
 class QProgressBar;
 class QPushButton;
 class QToolButton;
@@ -106,7 +106,7 @@ private:
   QProgressBar* m_progress = nullptr;
   QPushButton* m_cancelButton = nullptr;
   QToolButton* m_exportButton = nullptr;
-  QLabel* m_status = nullptr;
+  ElidedLabel* m_status = nullptr;
 
   QFutureWatcher<void> m_watcher;
   std::shared_ptr<Shared> m_shared;

@@ -20,8 +20,10 @@
 #include <QProgressBar>
 #include <QPromise>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QStandardItemModel>
+#include <QStyle>
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
@@ -32,6 +34,7 @@
 #include <exception>
 
 #include "codeusagemap.h"
+#include "elidedlabel.h"
 #include "plotexport.h"
 #include "train/dataset.h"
 #include "trainingrun.h"
@@ -54,7 +57,8 @@ std::shared_ptr<const qs::DataSplit> cachedData(bool synthetic) {
 }
 
 QString runName(int id, const qs::TrainConfig& c) {
-  QString w = QString::fromStdString(c.weights), a = QString::fromStdString(c.acts);
+  // Names go into legends, plot titles and the status line: a long custom spec is shortened here.
+  QString w = elide::middle(QString::fromStdString(c.weights), 40), a = elide::middle(QString::fromStdString(c.acts), 40);
   if (c.optimizer == qs::OptimizerKind::Grid && w.isEmpty()) w = QStringLiteral("e4m3fn");
   QString name = QStringLiteral("#%1 %2").arg(id).arg(QString::fromLatin1(qs::to_string(c.optimizer)));
   if (w.isEmpty() && a.isEmpty()) return name + QStringLiteral(" fp32");
@@ -100,6 +104,7 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent), m_shared(std::m
 TrainingPanel::~TrainingPanel() {
   if (m_running) {
     m_watcher.disconnect(this);
+    if (m_shared) m_shared->cancel = true;  // quitting waits for a layer, not for a whole step
     m_watcher.cancel();  // also wakes a suspended worker
     m_watcher.waitForFinished();
   }
@@ -179,6 +184,8 @@ void TrainingPanel::buildUi() {
   m_presetCombo = new QComboBox;
   m_presetCombo->setObjectName(QStringLiteral("presetCombo"));
   m_presetCombo->addItems(presetNames());
+  m_presetCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);  // long names: elided
+  m_presetCombo->setMinimumContentsLength(16);
   m_presetCombo->setToolTip(QStringLiteral("Runs one after another with the epochs, batch, seed and data set above"));
   m_presetButton = new QPushButton(QStringLiteral("Run comparison"));
   m_presetButton->setObjectName(QStringLiteral("presetButton"));
@@ -188,12 +195,13 @@ void TrainingPanel::buildUi() {
   m_progress->setRange(0, 1);
   m_progress->setValue(0);
   m_progress->setFormat(QStringLiteral("step %v / %m"));
-  m_status = new QLabel(fashionMnistAvailable()
+  m_status = new ElidedLabel(fashionMnistAvailable()
                             ? QStringLiteral("Configure a run and press Start.")
                             : QStringLiteral("Fashion-MNIST is not installed (sudo apt-get install dataset-fashion-mnist): "
                                              "the synthetic set is selected."));
   m_status->setObjectName(QStringLiteral("trainStatus"));
-  m_status->setWordWrap(true);
+  m_status->setWordWrap(true);  // run names and error messages quote what was typed: never widen the tab
+  m_status->setMaximumLines(4);
   m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
   m_runList = new QListWidget;
@@ -236,9 +244,16 @@ void TrainingPanel::buildUi() {
   controls->addWidget(new QLabel(QStringLiteral("Runs:")));
   controls->addWidget(m_runList, 1);
   controls->addLayout(runButtons);
-  auto* side = new QWidget;
-  side->setLayout(controls);
-  side->setFixedWidth(290);
+  auto* sideContent = new QWidget;
+  sideContent->setLayout(controls);
+  sideContent->setFixedWidth(276);
+  // The column of controls scrolls when the window is short, so the tab fits a 1280 x 720 screen.
+  auto* side = new QScrollArea;
+  side->setWidget(sideContent);
+  side->setWidgetResizable(true);
+  side->setFrameShape(QFrame::NoFrame);
+  side->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  side->setFixedWidth(sideContent->width() + side->style()->pixelMetric(QStyle::PM_ScrollBarExtent));
 
   auto* layout = new QHBoxLayout(this);
   layout->setContentsMargins(10, 8, 10, 4);
@@ -400,7 +415,7 @@ bool TrainingPanel::startRun(const qs::TrainConfig& cfgIn, bool synthetic) {
           }, Qt::QueuedConnection);
         promise.suspendIfRequested();  // Pause
         return !promise.isCanceled();  // Stop
-      });
+      }, &shared->cancel);  // Stop within the step in progress (a large batch's step can take seconds)
       QMutexLocker lock(&shared->mutex);
       shared->result = r;
       shared->done = true;
@@ -446,7 +461,8 @@ void TrainingPanel::stop() {
   m_stopping = true;
   m_stopButton->setEnabled(false);
   m_pauseButton->setEnabled(false);
-  showStatus(QStringLiteral("Stopping after the current step…"));
+  showStatus(QStringLiteral("Stopping…"));
+  if (m_shared) m_shared->cancel = true;  // ends the step in progress between two layers
   m_watcher.cancel();  // wakes a paused worker too
 }
 

@@ -24,7 +24,7 @@
 class QCheckBox;
 class QComboBox;
 class QCustomPlot;
-class QLabel;
+class ElidedLabel;
 class QLineEdit;
 class QListWidget;
 class QListWidgetItem;
@@ -95,6 +95,7 @@ private:
     QString error;
     bool done = false;
     std::atomic<bool> notified{false};
+    std::atomic<bool> cancel{false};   // Stop: Trainer::run ends the step in progress
   };
   struct Queued {
     qs::TrainConfig config;
@@ -128,7 +129,7 @@ private:
   QComboBox* m_presetCombo = nullptr;
   QPushButton* m_presetButton = nullptr;
   QProgressBar* m_progress = nullptr;
-  QLabel* m_status = nullptr;
+  ElidedLabel* m_status = nullptr;
   QListWidget* m_runList = nullptr;
   QPushButton* m_clearButton = nullptr;
   TrainingPlots* m_plots = nullptr;

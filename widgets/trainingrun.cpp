@@ -1,4 +1,5 @@
 // TrainingRun: appending step metrics to the plotted series and the CSVs of the Training tab's plots.
+#include "io/csv.h"
 #include "trainingrun.h"
 
 #include <cmath>
@@ -8,11 +9,8 @@
 
 namespace {
 
-QByteArray quoted(const QString& s) {  // CSV cell: run names may hold commas
-  QByteArray b = s.toUtf8();
-  if (!b.contains(',') && !b.contains('"')) return b;
-  b.replace("\"", "\"\"");
-  return '"' + b + '"';
+QByteArray quoted(const QString& s) {  // CSV cell (RFC 4180): run names may hold commas, quotes, line breaks
+  return QByteArray::fromStdString(qs::csv_field(s.toStdString()));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <tuple>
 
+#include "elidedlabel.h"
 #include "errortext.h"
 #include "plotexport.h"
 
@@ -91,12 +92,7 @@ void ValueHistogramPlot::setHistogram(const qs::LinearHistogram& h, const QStrin
   m_histGraph->setData(keys, values, true);
   m_histGraph->setName(QStringLiteral("values (%1 bins)").arg(bins));
 
-  // Long names (a synthetic tensor's full description) would run past the plot: keep the part before
-  // the first comma, or elide the middle; the line above the plots has the whole name.
-  QString shown = name;
-  if (shown.size() > 48) shown = shown.section(QStringLiteral(", "), 0, 0);
-  if (shown.size() > 48) shown = shown.left(22) + QStringLiteral("…") + shown.right(22);
-  m_title->setText(shown.isEmpty() ? QStringLiteral("Values") : QStringLiteral("Values of %1").arg(shown));
+  updateTitle();
   const uint64_t finite = h.total() - h.nan - h.pos_inf - h.neg_inf;
   QString text = QStringLiteral("%1 values in [%2, %3]")
                      .arg(errortext::count(finite), errortext::value(h.lo), errortext::value(h.hi));
@@ -110,6 +106,25 @@ void ValueHistogramPlot::setHistogram(const qs::LinearHistogram& h, const QStrin
   m_subtitle->setTextColor(special ? QColor(183, 28, 28) : QColor(70, 70, 70));
   rebuildRange();
   resetView();
+}
+
+// Long names (a synthetic tensor's full description, a file's 20,000-character name) would run past
+// the plot and widen it: keep the part before the first comma, at most 45 characters, elided in the
+// middle to the width; the line above the plots has the whole name.
+void ValueHistogramPlot::updateTitle() {
+  QString shown = m_name;
+  if (shown.size() > 48) shown = shown.section(QStringLiteral(", "), 0, 0);
+  shown = elide::middle(shown, 45);
+  if (shown.isEmpty()) return m_title->setText(QStringLiteral("Values"));
+  const QString head = QStringLiteral("Values of ");
+  const QFontMetrics fm(m_title->font());
+  const int room = std::max(60, width() - 24 - fm.horizontalAdvance(head));
+  m_title->setText(head + fm.elidedText(shown, Qt::ElideMiddle, room));
+}
+
+void ValueHistogramPlot::resizeEvent(QResizeEvent* event) {
+  if (!m_name.isEmpty()) updateTitle();  // before the base class lays out and replots
+  QCustomPlot::resizeEvent(event);
 }
 
 void ValueHistogramPlot::clearHistogram(const QString& why) {

@@ -43,8 +43,12 @@ public:
 public slots:
   void resetView();
 
+protected:
+  void resizeEvent(QResizeEvent* event) override;
+
 private:
   void rebuildRange();
+  void updateTitle();  // "Values of <name>", the name elided to the plot's width
   void showTip(QMouseEvent* event);
 
   qs::LinearHistogram m_hist;

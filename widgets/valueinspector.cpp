@@ -2,6 +2,8 @@
 // Exercise: Formats tab of `quantscope`; tests/tst_formatspanel.cpp.
 #include "valueinspector.h"
 
+#include "elidedlabel.h"
+
 #include <QFormLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -59,8 +61,10 @@ ValueInspector::ValueInspector(QWidget* parent) : QWidget(parent) {
   m_input = new QLineEdit(QStringLiteral("0.3"));
   m_input->setObjectName(QStringLiteral("inspectorInput"));
   m_input->setPlaceholderText(QStringLiteral("a number: 0.3, -1e-3, 0x1.8p-7, inf, nan"));
-  m_error = new QLabel;
+  m_error = new ElidedLabel;  // quotes what was typed (or read from settings.json): any length
   m_error->setStyleSheet(QStringLiteral("color: #c62828;"));
+  m_error->setWordWrap(true);
+  m_error->setMaximumLines(2);
   m_bitsLabel = new QLabel;
   m_bitsLabel->setObjectName(QStringLiteral("inspectorBits"));
   m_bitsLabel->setTextFormat(Qt::RichText);
@@ -123,7 +127,7 @@ bool ValueInspector::setValueText(const QString& text) {
     return false;
   }
   if (text.trimmed().toLower() == u"nan") v = std::numeric_limits<double>::quiet_NaN();
-  m_error->clear();
+  m_error->setText(QString());
   m_value = v;
   refresh();
   emit valueChanged(v);

@@ -8,6 +8,7 @@
 #include "format/format.h"
 
 class QLabel;
+class ElidedLabel;
 class QLineEdit;
 class QTableWidget;
 
@@ -43,7 +44,7 @@ private:
   uint32_t m_code = 0;
   QString m_bits;
   QLineEdit* m_input = nullptr;
-  QLabel* m_error = nullptr;
+  ElidedLabel* m_error = nullptr;
   QLabel* m_bitsLabel = nullptr;
   QLabel* m_summary = nullptr;
   QLabel* m_neighbours = nullptr;

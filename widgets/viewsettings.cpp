@@ -53,11 +53,27 @@ QJsonObject ViewSettings::toJson() const {
 
 namespace {
 
-bool readString(const QJsonObject& o, const char* key, QString* out, QString* error) {
+QString tooLong(const QString& key, qsizetype size) {
+  return QStringLiteral("'%1' is %2 characters long; at most %3 are accepted")
+      .arg(key)
+      .arg(size)
+      .arg(ViewSettings::kMaxTextChars);
+}
+
+enum class Long { Refuse, Cut };
+
+// A string value; one longer than kMaxTextChars is refused, or with Long::Cut (display texts) cut.
+bool readString(const QJsonObject& o, const char* key, QString* out, QString* error, Long whenLong = Long::Refuse) {
   const QJsonValue v = o.value(QLatin1String(key));
   if (v.isUndefined()) return true;
   if (!v.isString()) return *error = QStringLiteral("'%1' must be a string").arg(QLatin1String(key)), false;
   *out = v.toString();
+  if (out->size() > ViewSettings::kMaxTextChars) {
+    if (whenLong == Long::Refuse) return *error = tooLong(QLatin1String(key), out->size()), false;
+    out->truncate(ViewSettings::kMaxTextChars - 1);
+    if (out->back().isHighSurrogate()) out->chop(1);
+    *out += QChar(0x2026);
+  }
   return true;
 }
 
@@ -81,7 +97,7 @@ bool ViewSettings::fromJson(const QJsonObject& o, ViewSettings* out, QString* er
   };
   if (!readString(o, "tab", &s.tab, &why) || !readString(o, "format", &s.format, &why) ||
       !readString(o, "inspector_value", &s.inspectorValue, &why) || !readString(o, "preset", &s.preset, &why) ||
-      !readString(o, "title", &s.title, &why) || !readString(o, "explanation", &s.explanation, &why))
+      !readString(o, "title", &s.title, &why, Long::Cut) || !readString(o, "explanation", &s.explanation, &why, Long::Cut))
     return fail(why);
   static const QStringList tabs = {QStringLiteral("Formats"), QStringLiteral("Error"), QStringLiteral("Model"),
                                    QStringLiteral("Training"), QStringLiteral("Latency")};
@@ -96,6 +112,7 @@ bool ViewSettings::fromJson(const QJsonObject& o, ViewSettings* out, QString* er
     s.compare.clear();
     for (const QJsonValue& v : c.toArray()) {
       if (!v.isString()) return fail(QStringLiteral("'compare' must be a list of format specs"));
+      if (v.toString().size() > kMaxTextChars) return fail(tooLong(QStringLiteral("compare"), v.toString().size()));
       s.compare << v.toString();
     }
   }
@@ -154,6 +171,23 @@ bool ViewSettings::fromJson(const QJsonObject& o, ViewSettings* out, QString* er
   if (!s.parseSchemes(&parsed, &why)) return fail(why);
   *out = s;
   return true;
+}
+
+bool ViewSettings::fromJsonText(const QByteArray& text, ViewSettings* out, QString* error) {
+  QJsonParseError pe;
+  const QJsonDocument doc = QJsonDocument::fromJson(text, &pe);
+  if (pe.error != QJsonParseError::NoError) {
+    if (error) *error = QStringLiteral("not valid JSON: %1 at offset %2").arg(pe.errorString()).arg(pe.offset);
+    return false;
+  }
+  if (!doc.isObject()) {  // valid JSON, so pe says "no error occurred" (F16): say what is wrong instead
+    if (error)
+      *error = QStringLiteral("not a JSON object (the file holds %1); a settings file is one object, as a report's "
+                              "settings.json")
+                   .arg(doc.isArray() ? QStringLiteral("an array") : QStringLiteral("a single value"));
+    return false;
+  }
+  return fromJson(doc.object(), out, error);
 }
 
 bool ViewSettings::parseSchemes(std::vector<qs::Scheme>* out, QString* error) const {

@@ -43,9 +43,18 @@ struct ViewSettings {
   // Demo presets: what the explanation panel shows
   QString preset, title, explanation;
 
+  // Longest string read from a settings file (F2: a 20,000-character title or tensor name there once
+  // made a window that wide). The display texts 'title' and 'explanation' are cut to this length, with
+  // an ellipsis; any other string longer than this (file, tensor, formats, schemes) is refused, since
+  // a cut name would name something else. Paths on Linux are at most 4096 bytes anyway.
+  static constexpr int kMaxTextChars = 4096;
+
   QJsonObject toJson() const;
   // Missing keys keep their defaults; wrong types or values give false with *error naming the key.
   static bool fromJson(const QJsonObject& json, ViewSettings* out, QString* error);
+  // The text of a settings file (JSON): false with *error when it is not JSON, not one JSON object
+  // ("[1]"), or fromJson() refuses it. `quantscope --settings F` and File → Load settings use it.
+  static bool fromJsonText(const QByteArray& text, ViewSettings* out, QString* error);
   // Parses every scheme; false with *error ("scheme 2: ...") at the first that does not parse.
   bool parseSchemes(std::vector<qs::Scheme>* out, QString* error) const;
 };

@@ -6,7 +6,8 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
-#include <QJsonDocument>
+#include <QIcon>
+#include <QUrl>
 #include <QTabWidget>
 #include <QTextStream>
 #include <QSaveFile>
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "errorpanel.h"
 #include "mainwindow.h"
 #include "uibench.h"
 #include "viewsettings.h"
@@ -51,6 +53,10 @@ void setupParser(QCommandLineParser& parser) {
                     QStringLiteral("Benchmark: the largest event-loop stall while a 16 M-value analysis runs (CSV on stdout).")});
   parser.addOption({QStringLiteral("bench-startup"),
                     QStringLiteral("Benchmark: milliseconds from start until the window is shown (CSV on stdout).")});
+  parser.addPositionalArgument(QStringLiteral("files"),
+                               QStringLiteral("Tensor files to open (.npy, .npz, .safetensors, .onnx); the first "
+                                              "float tensor of the first is shown in the Error tab."),
+                               QStringLiteral("[FILE...]"));
   parser.addOption({QStringLiteral("screenshot"),
                     QStringLiteral("Render the window once it is shown, save it to FILE (PNG) and exit."),
                     QStringLiteral("FILE")});
@@ -135,6 +141,9 @@ int main(int argc, char** argv) {
   }
 
   QApplication app(argc, argv);
+  // The desktop entry (resources/quantscope.desktop) and the window icon, for task bars and docks.
+  QGuiApplication::setDesktopFileName(QStringLiteral("quantscope"));
+  QApplication::setWindowIcon(QIcon(QStringLiteral(":/quantscope.svg")));
   QCommandLineParser parser;
   setupParser(parser);
   parser.process(app);
@@ -161,17 +170,12 @@ int main(int argc, char** argv) {
     const QString path = parser.value(QStringLiteral("settings"));
     QFile f(path);
     ViewSettings s;
-    QJsonParseError pe;
     if (!f.open(QIODevice::ReadOnly)) {
       std::fprintf(stderr, "quantscope: --settings: cannot read %s: %s\n", qPrintable(path), qPrintable(f.errorString()));
       return 2;
     }
-    const QJsonDocument doc = QJsonDocument::fromJson(f.readAll(), &pe);
-    if (!doc.isObject()) {
-      std::fprintf(stderr, "quantscope: --settings: %s: %s\n", qPrintable(path), qPrintable(pe.errorString()));
-      return 2;
-    }
-    if (!ViewSettings::fromJson(doc.object(), &s, &error) || !window.applySettings(s, &error)) {
+    // Not JSON, JSON but not one object ('[1]': it once said "no error occurred"), or a bad value.
+    if (!ViewSettings::fromJsonText(f.readAll(), &s, &error) || !window.applySettings(s, &error)) {
       std::fprintf(stderr, "quantscope: --settings: %s: %s\n", qPrintable(path), qPrintable(error));
       return 2;
     }
@@ -179,6 +183,21 @@ int main(int argc, char** argv) {
   if (parser.isSet(QStringLiteral("preset")) && !window.applyPreset(parser.value(QStringLiteral("preset")), &error)) {
     std::fprintf(stderr, "quantscope: --preset: %s\n", qPrintable(error));
     return 2;
+  }
+  // Files named on the command line (or by the desktop's %F, which may pass file:// URLs).
+  QStringList files;
+  for (const QString& arg : parser.positionalArguments()) {
+    const QUrl url(arg);
+    files << (url.isLocalFile() ? url.toLocalFile() : arg);
+  }
+  if (!files.isEmpty()) {
+    if (parser.isSet(QStringLiteral("settings")) || parser.isSet(QStringLiteral("preset"))) {
+      // The view comes from the settings or the preset: the files are opened beside it, nothing replaced.
+      for (const QString& f : files) window.openFile(QFileInfo(f).absoluteFilePath());
+    } else {
+      window.openFiles(files);
+      window.tabs()->setCurrentWidget(window.errorPanel());
+    }
   }
   if (parser.isSet(QStringLiteral("tab"))) {
     const QString tab = parser.value(QStringLiteral("tab"));
