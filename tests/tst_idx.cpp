@@ -1,7 +1,8 @@
 // IDX reader and the Fashion-MNIST loader (core/train/idx.h, core/train/dataset.h): good files plain and
 // gzipped round-trip; corrupt ones (magic, type, rank, zero dimension, truncated, over-long, broken gzip,
-// wrong shapes, labels >= 10, missing files) fail with one line naming the problem; the synthetic set is
-// seeded. Fixtures are written by the test. Run: build/tests/tst_idx
+// wrong shapes, labels >= 10, missing files) fail with one line naming the problem, and a gzip whose
+// header claims 4 GiB costs only what it inflates (finding F6); the synthetic set is seeded.
+// Fixtures are written by the test. Run: build/tests/tst_idx
 #include "io/dtype.h"
 #include "train/dataset.h"
 #include "train/idx.h"
@@ -10,6 +11,8 @@
 
 #include <QTemporaryDir>
 #include <QTest>
+
+#include <sys/resource.h>
 
 #include <cstdint>
 #include <fstream>
@@ -62,6 +65,7 @@ class tst_Idx : public QObject {
   void corrupt();
   void corruptGzip_data();
   void corruptGzip();
+  void gzipHeaderClaimsFourGiB();
   void fashionMnistFolder();
   void fashionMnistBad_data();
   void fashionMnistBad();
@@ -192,6 +196,24 @@ void tst_Idx::corruptGzip() {
   QVERIFY2(!err.empty(), "corrupt gzip was accepted");
   QVERIFY2(err.find(needle.toStdString()) != std::string::npos || (kind == "flip" && err.find("truncated") != std::string::npos),
            err.c_str());
+}
+
+// F6: 106 gzipped bytes whose IDX header announces 65536 x 256 x 256 (4 GiB) but whose stream holds
+// 64 KiB. The reader used to size its buffer by the claim (4 GiB zero-filled, 11 s) before inflating;
+// memory must follow the bytes inflated, and the file is still refused as truncated.
+void tst_Idx::gzipHeaderClaimsFourGiB() {
+  if (!qs::idx_gzip_available()) QSKIP("this build has no zlib");
+  const std::vector<uint8_t> inner = idx_bytes(0x08, {65536, 256, 256}, std::vector<uint8_t>(65536));
+  const std::vector<uint8_t> gz = qs::gzip_compress(inner.data(), inner.size());
+  QVERIFY2(gz.size() < 200, qPrintable(QString::number(gz.size())));
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  const std::string err = error_of(gz);
+  getrusage(RUSAGE_SELF, &after);
+  QCOMPARE(QString::fromStdString(err),
+           QString("fixture: truncated: 65536x256x256 ubyte needs 4294967296 data bytes, the stream has 65536"));
+  const long grown_mb = (after.ru_maxrss - before.ru_maxrss) / 1024;  // ru_maxrss is in KiB
+  QVERIFY2(grown_mb < 256, qPrintable(QString("peak memory grew by %1 MB").arg(grown_mb)));
 }
 
 void tst_Idx::fashionMnistFolder() {

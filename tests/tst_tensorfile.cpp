@@ -1,6 +1,7 @@
 // Tests for core/io/tensor_file.h: .npy, .npz and .safetensors round trips of every dtype (bytes exact),
 // dispatch by magic, and every bad-input case of issue 3 as a data row (one-line IoError naming file
-// and tensor). Fixtures are built here: safetensors by a small writer, .npz with libzip.
+// and tensor); files that shrink after open, FIFOs and devices, and a 100,000-tensor header (reliability
+// findings F5, F7, F12). Fixtures are built here: safetensors by a small writer, .npz with libzip.
 // Run: cmake --build build --target tst_tensorfile && QT_QPA_PLATFORM=offscreen build/tests/tst_tensorfile
 #include "io/npy.h"
 #include "io/tensor_file.h"
@@ -12,10 +13,17 @@
 
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <future>
 #include <limits>
 #include <thread>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #if __has_include(<zip.h>)
 #include <zip.h>
@@ -198,7 +206,10 @@ class tst_TensorFile : public QObject {
   void safetensorsRoundTrip();
   void safetensorsFileOrderAndMetadata();
   void safetensorsValues();
-  void safetensorsReadIsView();
+  void safetensorsReadOwnsItsBytes();
+  void safetensorsManyTensors();
+  void readF32_data();
+  void readF32();
 
   void npyRoundTrip_data();
   void npyRoundTrip();
@@ -219,6 +230,10 @@ class tst_TensorFile : public QObject {
   void badInput_data();
   void badInput();
   void readIndexOutOfRange();
+  void truncatedAfterOpen_data();
+  void truncatedAfterOpen();
+  void nonRegularFile_data();
+  void nonRegularFile();
 
   void writeFuzzCorpus();
 };
@@ -330,17 +345,100 @@ void tst_TensorFile::safetensorsValues() {
   QCOMPARE(values(4), std::vector<double>({0.0, 1.0}));
 }
 
-void tst_TensorFile::safetensorsReadIsView() {
+void tst_TensorFile::safetensorsReadOwnsItsBytes() {
   if (!haveSafetensors()) QSKIP("built without nlohmann-json");
   QTemporaryDir dir;
   const QByteArray payload = patternBytes(4096, 9);
-  const QString path = writeFile(dir, "view.safetensors", safetensorsImage({{"w", "F32", {1024}, payload}}));
+  const QString path = writeFile(dir, "own.safetensors", safetensorsImage({{"w", "F32", {1024}, payload}}));
   auto f = qs::open_tensor_file(path.toStdString());
-  const qs::TensorBytes a = f->read(0), b = f->read(0);
-  QCOMPARE(a.data, b.data);  // a view into one map, not a copy per read
-  QVERIFY(a.owner);
+  {
+    const qs::TensorBytes a = f->read(0), b = f->read(0);
+    QVERIFY(a.data != b.data);  // pread into a buffer per live read, never a shared map (F5)
+    QCOMPARE(bytesOf(a), payload);
+    QCOMPARE(bytesOf(b), payload);
+  }
+  const qs::TensorBytes c = f->read(0);  // reuses a released buffer
+  QVERIFY(c.owner);
   f.reset();  // the bytes stay valid while `owner` lives
-  QCOMPARE(bytesOf(a), payload);
+  QCOMPARE(bytesOf(c), payload);
+}
+
+// F7: the header of a file listing 100,000 tensors parses in linear time (nlohmann's callback parser
+// took about two minutes); the depth and duplicate-key checks still hold at that size.
+void tst_TensorFile::safetensorsManyTensors() {
+  if (!haveSafetensors()) QSKIP("built without nlohmann-json");
+  constexpr int kCount = 100'000;
+  QByteArray json = "{\"__metadata__\":{\"format\":\"pt\"}";
+  json.reserve(8'000'000);
+  // Listed in reverse, so that the reader's offset order is checked too.
+  for (int i = kCount - 1; i >= 0; --i)
+    json += ",\"t" + QByteArray::number(i) + "\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[" +
+            QByteArray::number(8 * i) + "," + QByteArray::number(8 * i + 8) + "]}";
+  const QByteArray data = patternBytes(8 * kCount, 17);
+  QTemporaryDir dir;
+  const QString path = writeFile(dir, "many.safetensors", safetensorsRaw(json + "}", data));
+  auto f = qs::open_tensor_file(path.toStdString());
+  QCOMPARE(f->tensors().size(), std::size_t(kCount));
+  for (int i : {0, 1, 54321, kCount - 1}) {
+    const qs::TensorInfo& t = f->tensors()[std::size_t(i)];
+    QCOMPARE(QString::fromStdString(t.name), QString("t%1").arg(i));
+    QCOMPARE(t.dtype, qs::DType::F32);
+    QCOMPARE(t.shape, Shape({2}));
+    QCOMPARE(bytesOf(f->read(std::size_t(i))), data.mid(8 * i, 8));
+  }
+
+  const QByteArray again = R"(,"t77777":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}})";
+  const QString dup = writeFile(dir, "dup.safetensors", safetensorsRaw(json + again, data));
+  const QString msg = openAndReadAllError(dup);
+  QVERIFY2(msg == dup + ": header has the key 't77777' twice", qPrintable(msg));
+}
+
+// read_f32 gives what convert_to_f32 gives on read(), across the reader's staging pieces.
+void tst_TensorFile::readF32_data() {
+  QTest::addColumn<QString>("kind");
+  QTest::addColumn<qs::DType>("dtype");
+  QTest::addColumn<qint64>("numel");
+  for (const DtypeCase& c : kStDtypes)
+    for (qint64 n : {0ll, 1ll, 300'001ll})
+      QTest::addRow("safetensors %s %lld", c.st, n) << "safetensors" << c.dtype << n;
+  for (qs::DType t : kNpyDtypes) QTest::addRow("npy %s 300001", qs::to_string(t)) << "npy" << t << 300'001ll;
+#ifdef QS_TEST_HAVE_ZIP
+  QTest::addRow("npz (default: read + convert) float16") << "npz" << qs::DType::F16 << 1000ll;
+#endif
+}
+
+void tst_TensorFile::readF32() {
+  QFETCH(QString, kind);
+  QFETCH(qs::DType, dtype);
+  QFETCH(qint64, numel);
+  if (kind == "safetensors" && !haveSafetensors()) QSKIP("built without nlohmann-json");
+  const QByteArray payload = patternBytes(numel * qsizetype(qs::dtype_size(dtype)), 21);
+  const Shape shape{numel};
+  QTemporaryDir dir;
+  QString path;
+  if (kind == "safetensors") {
+    const char* st = nullptr;
+    for (const DtypeCase& c : kStDtypes)
+      if (c.dtype == dtype) st = c.st;
+    path = writeFile(dir, "w.safetensors", safetensorsImage({{"pad", "U8", {3}, "abc"}, {"w", st, shape, payload}}));
+  } else if (kind == "npy") {
+    path = writeFile(dir, "w.npy", npyBytes(dtype, shape, payload));
+  } else {
+#ifdef QS_TEST_HAVE_ZIP
+    path = writeFile(dir, "w.npz", zipImage({{"w.npy", npyBytes(dtype, shape, payload), true}}));
+#endif
+  }
+  auto f = qs::open_tensor_file(path.toStdString());
+  const std::size_t i = f->tensors().size() - 1;
+  std::vector<float> want(std::size_t(numel) + 1, -7.0f), got(std::size_t(numel) + 1, -7.0f);
+  const qs::TensorBytes b = f->read(i);
+  qs::convert_to_f32(dtype, b.data, std::size_t(numel), want.data());
+  f->read_f32(i, got.data());
+  QCOMPARE(got.back(), -7.0f);  // nothing written past numel
+  for (std::size_t k = 0; k < want.size(); ++k)  // bit patterns: NaNs compare too
+    if (std::bit_cast<uint32_t>(got[k]) != std::bit_cast<uint32_t>(want[k]))
+      QFAIL(qPrintable(QString("element %1 differs").arg(k)));
+  QVERIFY_THROWS_EXCEPTION(qs::IoError, f->read_f32(i + 1, got.data()));
 }
 
 // --- .npy ----------------------------------------------------------------------------------------
@@ -365,9 +463,7 @@ void tst_TensorFile::npyRoundTrip() {
   QCOMPARE(QString::fromStdString(f->tensors()[0].name), QString("weights.v2"));  // the stem
   QCOMPARE(f->tensors()[0].dtype, dtype);
   QCOMPARE(f->tensors()[0].shape, shape);
-  const qs::TensorBytes a = f->read(0), b = f->read(0);
-  QCOMPARE(a.data, b.data);  // view into the map
-  QCOMPARE(bytesOf(a), payload);
+  QCOMPARE(bytesOf(f->read(0)), payload);
 }
 
 // --- .npz ----------------------------------------------------------------------------------------
@@ -606,6 +702,7 @@ void tst_TensorFile::dispatch_data() {
   const QByteArray npz = zipImage({{"w.npy", npy, true}});
   QTest::newRow("zip magic, .dat extension") << "a.dat" << npz << "npz" << "";
   QTest::newRow("empty zip (PK\\5\\6)") << "empty.npz" << zipImage({}) << "npz" << "";
+  QTest::newRow("empty .npz (0 bytes)") << "empty.npz" << QByteArray() << "" << "empty file, not a .npz file";
 #endif
   QTest::newRow("unknown bytes, unknown extension") << "notes.txt" << QByteArray("hello world, no tensors")
                                                     << "" << "not a recognised tensor file (supported: .npy, .npz";
@@ -845,6 +942,104 @@ void tst_TensorFile::readIndexOutOfRange() {
   const QString missing = dir.filePath("missing.safetensors");
   QVERIFY(openAndReadAllError(missing).startsWith(missing + ": cannot open: "));
   QVERIFY(openAndReadAllError(dir.path()).contains("is a directory"));
+}
+
+// F5: a file that shrinks after open (a checkpoint rewritten in place while analysed) gives a one-line
+// IoError when the tensor is read; the memory map it replaced raised SIGBUS and killed the process.
+void tst_TensorFile::truncatedAfterOpen_data() {
+  QTest::addColumn<QString>("fileName");
+  QTest::addColumn<QByteArray>("bytes");
+  QTest::addColumn<bool>("viaReadF32");
+  const QByteArray payload = patternBytes(1 << 20, 31);  // 1 MiB of float32, cut in the middle
+  const QByteArray st = safetensorsImage({{"w", "F32", {1 << 18}, payload}});
+  QTest::newRow("safetensors read") << "w.safetensors" << st << false;
+  QTest::newRow("safetensors read_f32") << "w.safetensors" << st << true;
+  QTest::newRow("npy read") << "w.npy" << npyBytes(qs::DType::F32, {1 << 18}, payload) << false;
+  QTest::newRow("npy read_f32 (float16)") << "w.npy" << npyBytes(qs::DType::F16, {1 << 19}, payload) << true;
+#ifdef QS_TEST_HAVE_ZIP
+  const QByteArray npy = npyBytes(qs::DType::F32, {1 << 18}, payload);
+  QTest::newRow("npz stored") << "w.npz" << zipImage({{"w.npy", npy, false}}) << false;
+  QTest::newRow("npz deflated") << "w.npz" << zipImage({{"w.npy", npy, true}}) << false;
+#endif
+}
+
+void tst_TensorFile::truncatedAfterOpen() {
+  QFETCH(QString, fileName);
+  QFETCH(QByteArray, bytes);
+  QFETCH(bool, viaReadF32);
+  if (fileName.endsWith(".safetensors") && !haveSafetensors()) QSKIP("built without nlohmann-json");
+  QTemporaryDir dir;
+  const QString path = writeFile(dir, fileName, bytes);
+  auto f = qs::open_tensor_file(path.toStdString());
+  QCOMPARE(f->tensors().size(), std::size_t(1));
+  QCOMPARE(::truncate(QFile::encodeName(path).constData(), off_t(bytes.size() / 2)), 0);
+  QString msg;
+  try {
+    std::vector<float> x(f->tensors()[0].numel());
+    if (viaReadF32)
+      f->read_f32(0, x.data());
+    else
+      f->read(0);
+  } catch (const qs::IoError& e) {
+    msg = QString::fromUtf8(e.what());
+  }
+  QVERIFY2(!msg.isEmpty(), "no qs::IoError thrown");
+  QVERIFY2(!msg.contains('\n'), qPrintable(msg));
+  QVERIFY2(msg.startsWith(path + ": changed size while reading (" + QString::number(bytes.size()) +
+                          " bytes when opened, " + QString::number(bytes.size() / 2) + " now)"),
+           qPrintable(msg));
+}
+
+// F12: FIFOs and devices are refused at once with a clear message, by dispatch and by every reader.
+// open() on a FIFO used to block until a writer came; a stuck call is freed here by opening the FIFO
+// for writing, so that the bug fails the row instead of hanging the test.
+void tst_TensorFile::nonRegularFile_data() {
+  QTest::addColumn<QString>("reader");  // "" = open_tensor_file
+  QTest::addColumn<QString>("target");  // "fifo" = a named pipe in a temp folder, else a device path
+  QTest::addColumn<QString>("expected");
+  const QString fifo = "is a FIFO (named pipe), not a regular file";
+  QTest::newRow("fifo, dispatch") << "" << "fifo" << fifo;
+  for (const char* r : {"npy", "npz", "safetensors", "onnx"})
+    QTest::addRow("fifo, %s reader", r) << QString(r) << "fifo" << fifo;
+  QTest::newRow("/dev/zero, dispatch") << "" << "/dev/zero" << "is a character device, not a regular file";
+  QTest::newRow("/dev/null, npy reader") << "npy" << "/dev/null" << "is a character device, not a regular file";
+}
+
+void tst_TensorFile::nonRegularFile() {
+  QFETCH(QString, reader);
+  QFETCH(QString, target);
+  QFETCH(QString, expected);
+  if (!reader.isEmpty() && !qs::tensor_reader_available(reader.toStdString())) QSKIP("reader not built");
+  QTemporaryDir dir;
+  QString path = target;
+  if (target == "fifo") {
+    path = dir.filePath("pipe." + (reader.isEmpty() ? QString("npy") : reader));
+    QCOMPARE(::mkfifo(QFile::encodeName(path).constData(), 0600), 0);
+  } else if (!QFile::exists(target)) {
+    QSKIP("device not present");
+  }
+  const std::string p = path.toStdString();
+  std::function<std::unique_ptr<qs::TensorFile>(const std::string&)> open = qs::open_tensor_file;
+  if (reader == "npy") open = qs::open_npy_file;
+  if (reader == "npz") open = qs::open_npz_file;
+  if (reader == "safetensors") open = qs::open_safetensors_file;
+  if (reader == "onnx") open = qs::open_onnx_file;
+  auto result = std::async(std::launch::async, [open, p]() -> QString {
+    try {
+      open(p);
+    } catch (const qs::IoError& e) {
+      return QString::fromUtf8(e.what());
+    }
+    return {};
+  });
+  const bool prompt = result.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+  while (result.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+    const int w = ::open(QFile::encodeName(path).constData(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (w >= 0) ::close(w);
+  }
+  const QString msg = result.get();
+  QVERIFY2(prompt, "opening a non-regular file blocked");
+  QVERIFY2(msg == path + ": " + expected + "; tensor files must be regular files", qPrintable(msg));
 }
 
 // Not a check: with QS_FUZZ_CORPUS=DIR set, writes the seed corpora of tests/fuzz/ (DIR/npy, DIR/npz,

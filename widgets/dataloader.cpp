@@ -88,9 +88,8 @@ void DataLoader::loadTensor(const QString& path, const QString& tensor) {
       if (info.numel() > kMaxElements)
         throw qs::IoError(path.toStdString() + ": " + info.name + ": " + std::to_string(info.numel()) +
                           " elements, more than the explorer's limit of 2^28; use `quantscope-cli analyze`");
-      const qs::TensorBytes bytes = file->read(i);
       auto values = std::make_shared<std::vector<float>>(info.numel());
-      qs::convert_to_f32(info.dtype, bytes.data, values->size(), values->data());
+      file->read_f32(i, values->data());  // straight into the floats: no second copy of the tensor
       TensorData d;
       d.source = path;
       d.name = tensor;
@@ -105,7 +104,9 @@ void DataLoader::loadTensor(const QString& path, const QString& tensor) {
 void DataLoader::listFile(const QString& path) {
   start(
       [this, path]() -> std::function<void()> {
-        if (!QFileInfo(path).isFile()) throw qs::IoError(path.toStdString() + ": no such file");
+        if (!QFileInfo(path).isFile())
+          throw qs::IoError(path.toStdString() + (QFileInfo::exists(path) ? ": is not a regular file (a folder, device, FIFO or socket)"
+                                                                          : ": no such file"));
         const std::unique_ptr<qs::TensorFile> file = qs::open_tensor_file(path.toStdString());
         const QString kind = QString::fromStdString(file->kind());
         std::vector<qs::TensorInfo> tensors = file->tensors();

@@ -391,7 +391,9 @@ bool MainWindow::applySettings(const ViewSettings& s, QString* error) {
     return fail(QString::fromUtf8(e.what()));
   }
   if (!kTabNames.contains(s.tab)) return fail(QStringLiteral("unknown tab '%1'").arg(s.tab));
-  if (s.source == u"file" && !QFileInfo(s.file).isFile()) return fail(QStringLiteral("%1: no such file").arg(s.file));
+  if (s.source == u"file" && !QFileInfo(s.file).isFile())
+    return fail(QFileInfo::exists(s.file) ? QStringLiteral("%1: is not a regular file (a folder, device, FIFO or socket)").arg(s.file)
+                                          : QStringLiteral("%1: no such file").arg(s.file));
 
   m_formats->selectFormat(s.format);
   m_formats->setCompareSpecs(s.compare);

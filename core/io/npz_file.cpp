@@ -1,10 +1,14 @@
 // .npz reader (numpy's np.savez / np.savez_compressed): a zip archive read with libzip, whose members
 // ending in ".npy" are the tensors (named without ".npy", listed in archive order). Opening reads only
 // each member's .npy header (its first few KB); read() decompresses one member into its own buffer.
+// libzip reads the file through a pread source (never a memory map), so a file that shrinks while open
+// gives an IoError ("changed size while reading"), not SIGBUS.
 // Exercise: tests/tst_tensorfile.cpp, tests/fuzz/fuzz_npz.cpp.
 #include "io/npy.h"
 #include "io/tensor_file.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -56,24 +60,104 @@ struct Member {
   std::size_t data_offset = 0;
 };
 
+// A libzip source that reads a RandomAccessFile with pread: each archive handle keeps its own position,
+// so pooled handles read concurrently. Errors are reported the libzip way (no exception may cross it).
+struct PreadSource {
+  std::shared_ptr<const RandomAccessFile> file;
+  uint64_t pos = 0;
+  zip_error_t error;
+};
+
+zip_int64_t pread_source(void* state, void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
+  auto* s = static_cast<PreadSource*>(state);
+  const uint64_t size = s->file->size();
+  switch (cmd) {
+    case ZIP_SOURCE_OPEN: s->pos = 0; return 0;
+    case ZIP_SOURCE_READ: {
+      const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(len, size - std::min(s->pos, size)));
+      std::size_t done = 0;
+      while (done < n) {
+        const long got = s->file->pread_some(s->pos + done, static_cast<uint8_t*>(data) + done, n - done);
+        if (got <= 0) {  // 0: the file is shorter than at open; the reader's catch says so
+          zip_error_set(&s->error, ZIP_ER_READ, got < 0 ? errno : EIO);
+          return -1;
+        }
+        done += static_cast<std::size_t>(got);
+      }
+      s->pos += done;
+      return static_cast<zip_int64_t>(done);
+    }
+    case ZIP_SOURCE_CLOSE: return 0;
+    case ZIP_SOURCE_STAT: {  // what libzip's own buffer source reports, less the mtime
+      if (len < sizeof(zip_stat_t)) {
+        zip_error_set(&s->error, ZIP_ER_INVAL, 0);
+        return -1;
+      }
+      auto* st = static_cast<zip_stat_t*>(data);
+      zip_stat_init(st);
+      st->size = st->comp_size = size;
+      st->comp_method = ZIP_CM_STORE;
+      st->encryption_method = ZIP_EM_NONE;
+      st->valid = ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD | ZIP_STAT_ENCRYPTION_METHOD;
+      return sizeof(zip_stat_t);
+    }
+    case ZIP_SOURCE_ERROR: return zip_error_to_data(&s->error, data, len);
+    case ZIP_SOURCE_FREE:
+      zip_error_fini(&s->error);
+      delete s;
+      return 0;
+    case ZIP_SOURCE_SEEK: {
+      const zip_int64_t at = zip_source_seek_compute_offset(s->pos, size, data, len, &s->error);
+      if (at < 0) return -1;
+      s->pos = static_cast<uint64_t>(at);
+      return 0;
+    }
+    case ZIP_SOURCE_TELL: return static_cast<zip_int64_t>(s->pos);
+    case ZIP_SOURCE_ACCEPT_EMPTY: return 0;  // an empty file is not an (empty) .npz
+    case ZIP_SOURCE_SUPPORTS:
+      return zip_source_make_command_bitmap(ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE, ZIP_SOURCE_STAT,
+                                            ZIP_SOURCE_ERROR, ZIP_SOURCE_FREE, ZIP_SOURCE_SEEK, ZIP_SOURCE_TELL,
+                                            ZIP_SOURCE_SUPPORTS, ZIP_SOURCE_ACCEPT_EMPTY, -1);
+    default: zip_error_set(&s->error, ZIP_ER_OPNOTSUPP, 0); return -1;
+  }
+}
+
 class NpzFile final : public TensorFile {
  public:
-  NpzFile(const std::string& path, std::shared_ptr<const MappedFile> map) : map_(std::move(map)) {
-    path_ = path;
+  explicit NpzFile(std::shared_ptr<const RandomAccessFile> file) : file_(std::move(file)) {
+    path_ = file_->path();
     kind_ = "npz";
-    ZipPtr za = open_archive();
-    list(za.get());
-    release(std::move(za));
+    try {
+      ZipPtr za = open_archive();
+      list(za.get());
+      release(std::move(za));
+    } catch (const IoError&) {
+      file_->check_unchanged();  // a read error because the file shrank says so
+      throw;
+    }
   }
 
   TensorBytes read(std::size_t index) const override {
     if (index >= members_.size())
       throw IoError(path_ + ": no tensor #" + std::to_string(index) + " (the file has " +
                     std::to_string(members_.size()) + ")");
+    try {
+      return read_member(index);
+    } catch (const IoError&) {
+      file_->check_unchanged();
+      throw;
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { throw IoError(path_ + ": " + what); }
+
+  TensorBytes read_member(std::size_t index) const {
     const Member& m = members_[index];
     const std::size_t nbytes = tensors_[index].nbytes();  // == m.size - m.data_offset, checked at open
     ZipPtr za = acquire();
-    auto buf = std::make_shared<std::vector<uint8_t>>(nbytes);
+    // Not zero-filled: a member that claims more than it holds touches only the pages it fills.
+    std::shared_ptr<uint8_t[]> buf(new uint8_t[std::max<std::size_t>(nbytes, 1)]);
     {
       ZipFilePtr f = open_member(za.get(), m);
       // Skip the header, then read the data, then make libzip reach the end of the stream: only
@@ -87,7 +171,7 @@ class NpzFile final : public TensorFile {
       }
       std::size_t have = 0;
       while (have < nbytes) {
-        const std::size_t got = read_some(f.get(), m, buf->data() + have, nbytes - have);
+        const std::size_t got = read_some(f.get(), m, buf.get() + have, nbytes - have);
         if (got == 0)
           throw IoError(m.label + ": member ends after " + std::to_string(m.data_offset + have) + " of " +
                         std::to_string(m.size) + " bytes (truncated or corrupt)");
@@ -98,22 +182,23 @@ class NpzFile final : public TensorFile {
     }
     release(std::move(za));
     TensorBytes b;
-    b.data = buf->data();
+    b.data = buf.get();
     b.size = nbytes;
-    b.owner = std::move(buf);
+    b.owner = std::shared_ptr<const void>(buf, buf.get());
     return b;
   }
 
- private:
-  [[noreturn]] void fail(const std::string& what) const { throw IoError(path_ + ": " + what); }
-
-  // Every archive handle reads the same memory map; handles are pooled so that reads from several
-  // threads each decompress with their own (a zip_t is not thread-safe).
+  // Every archive handle reads the same file through its own source; handles are pooled so that reads
+  // from several threads each decompress with their own (a zip_t is not thread-safe).
   ZipPtr open_archive() const {
     zip_error_t err;
     zip_error_init(&err);
-    zip_source_t* src = zip_source_buffer_create(map_->data, map_->size, 0, &err);
+    auto* state = new PreadSource{file_, 0, {}};
+    zip_error_init(&state->error);
+    zip_source_t* src = zip_source_function_create(pread_source, state, &err);
     if (!src) {
+      zip_error_fini(&state->error);
+      delete state;
       const std::string msg = zip_error_strerror(&err);
       zip_error_fini(&err);
       fail("cannot read the zip archive: " + msg);
@@ -124,7 +209,7 @@ class NpzFile final : public TensorFile {
       const int code = zip_error_code_zip(&err);
       const std::string msg = printable(zip_error_strerror(&err));
       zip_error_fini(&err);
-      if (code == ZIP_ER_NOZIP) fail(map_->size == 0 ? "empty file, not a .npz file" : "not a .npz file (not a zip archive)");
+      if (code == ZIP_ER_NOZIP) fail(file_->size() == 0 ? "empty file, not a .npz file" : "not a .npz file (not a zip archive)");
       if (code == ZIP_ER_EXISTS) fail("not a valid .npz (zip) file: two members have the same name");
       fail("not a valid .npz (zip) file: " + msg);
     }
@@ -196,9 +281,9 @@ class NpzFile final : public TensorFile {
     if ((st.valid & need) != need) mfail("zip entry lacks its sizes or compression method");
     if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE)
       mfail("member is encrypted (not supported)");
-    if (st.comp_size > map_->size)
+    if (st.comp_size > file_->size())
       mfail("compressed size " + std::to_string(st.comp_size) + " is larger than the file (" +
-            std::to_string(map_->size) + " bytes)");
+            std::to_string(file_->size()) + " bytes)");
     if (st.comp_method == ZIP_CM_STORE) {
       if (st.size != st.comp_size)
         mfail("stored member claims " + std::to_string(st.size) + " bytes but holds " + std::to_string(st.comp_size));
@@ -245,7 +330,7 @@ class NpzFile final : public TensorFile {
     return parse_npy_header(head.data(), got, m.size, m.label);
   }
 
-  std::shared_ptr<const MappedFile> map_;
+  std::shared_ptr<const RandomAccessFile> file_;
   std::vector<Member> members_;
   mutable std::mutex pool_mutex_;
   mutable std::vector<ZipPtr> pool_;
@@ -254,7 +339,7 @@ class NpzFile final : public TensorFile {
 }  // namespace
 
 std::unique_ptr<TensorFile> open_npz_file(const std::string& path) {
-  return std::make_unique<NpzFile>(path, MappedFile::open(path));
+  return std::make_unique<NpzFile>(RandomAccessFile::open(path));
 }
 
 }  // namespace qs

@@ -10,18 +10,21 @@
 // Memory: protobuf parses a whole message at once, so the parsed model (about the file's size) stays in
 // memory while the file is open, and read() of a raw_data tensor points into it without copying. That is
 // acceptable because protobuf cannot parse a message above 2 GiB anyway; bigger models keep their weights
-// in external data files, which read() loads one tensor at a time.
+// in external data files, which read() loads one tensor at a time. The model file is streamed into the
+// parser with pread (no memory map, no second copy), so a file that shrinks meanwhile gives an IoError.
 #include "io/tensor_file.h"
 
 #include "onnx_min.pb.h"
 
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <cerrno>
 #include <climits>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -106,20 +109,57 @@ bool is_within(const fs::path& p, const fs::path& dir) {
   return true;
 }
 
+// Feeds protobuf from a RandomAccessFile. A read error or an early end (the file shrank) is remembered
+// and reported after the parse, since no exception may pass through protobuf.
+class PreadInputStream final : public google::protobuf::io::CopyingInputStream {
+ public:
+  explicit PreadInputStream(const RandomAccessFile& file) : file_(file) {}
+  int Read(void* buffer, int size) override {
+    if (pos_ >= file_.size() || size <= 0) return 0;
+    const auto n = static_cast<std::size_t>(std::min<uint64_t>(uint64_t(size), file_.size() - pos_));
+    const long got = file_.pread_some(pos_, buffer, n);
+    if (got <= 0) {
+      error_ = got < 0 ? errno : 0;
+      failed_ = true;
+      return -1;
+    }
+    pos_ += static_cast<uint64_t>(got);
+    return static_cast<int>(got);
+  }
+  bool failed() const { return failed_; }
+  int error() const { return error_; }  // errno, or 0 when the file ended early
+
+ private:
+  const RandomAccessFile& file_;
+  uint64_t pos_ = 0;
+  bool failed_ = false;
+  int error_ = 0;
+};
+
 class OnnxFile final : public TensorFile {
  public:
   explicit OnnxFile(const std::string& path) {
     path_ = path;
     kind_ = "onnx";
-    auto map = MappedFile::open(path);
-    if (map->size > static_cast<std::size_t>(INT_MAX))
+    const auto file = RandomAccessFile::open(path);
+    if (file->size() > static_cast<uint64_t>(INT_MAX))
       fail_file("larger than 2 GiB, which protobuf cannot parse; store the weights as ONNX external data");
     auto model = std::make_shared<qs_onnx::ModelProto>();
-    if (!model->ParseFromArray(map->data, static_cast<int>(map->size)))
-      fail_file("not an ONNX model (protobuf parse failed)");
+    PreadInputStream in(*file);
+    bool parsed = false;
+    {
+      google::protobuf::io::CopyingInputStreamAdaptor stream(&in, 1 << 20);
+      // Bounded by the size at open: protobuf reserves string memory only within that bound.
+      parsed = model->ParseFromBoundedZeroCopyStream(&stream, static_cast<int>(file->size()));
+    }
+    if (in.failed()) {
+      file->check_unchanged();
+      fail_file(in.error() ? std::string("cannot read: ") + std::strerror(in.error())
+                           : std::string("ended early while reading; was it rewritten while being read?"));
+    }
+    if (!parsed) fail_file("not an ONNX model (protobuf parse failed)");
     if (!model->has_graph()) fail_file("not an ONNX model (no graph)");
-    map.reset();  // every byte now lives in `model`
-    model_ = std::move(model);
+    model_ = std::move(model);  // every byte now lives in `model`
 
     std::error_code ec;
     const fs::path abs = fs::absolute(fs::path(path), ec);
@@ -357,14 +397,20 @@ class OnnxFile final : public TensorFile {
     const fs::path now = fs::weakly_canonical(e.external, ec);
     if (ec || now != e.external || !is_within(now, dir_))
       fail(info.name, "external data file '" + e.external.string() + "' changed since the model was opened");
-    std::ifstream in(e.external, std::ios::binary);
-    if (!in) fail(info.name, "cannot open external data file '" + e.external.string() + "'");
-    auto buf = std::make_shared<std::vector<uint8_t>>(nbytes);
-    in.seekg(static_cast<std::streamoff>(e.offset));
-    in.read(reinterpret_cast<char*>(buf->data()), static_cast<std::streamsize>(nbytes));
-    if (!in || static_cast<std::size_t>(in.gcount()) != nbytes)
-      fail(info.name, "external data file '" + e.external.string() + "' is shorter than expected");
-    return {buf->data(), nbytes, buf};
+    // RandomAccessFile refuses a FIFO or device put in the file's place (without blocking), and the
+    // size is checked before the buffer is allocated.
+    try {
+      const auto file = RandomAccessFile::open(e.external.string());
+      if (file->size() < e.offset || file->size() - e.offset < nbytes)
+        fail(info.name, "external data file '" + e.external.string() + "' is shorter than expected (" +
+                            std::to_string(file->size()) + " bytes, the tensor needs " + std::to_string(nbytes) +
+                            " at offset " + std::to_string(e.offset) + ")");
+      return RandomAccessFile::read_owned(file, e.offset, nbytes);
+    } catch (const IoError& err) {
+      const std::string what = err.what();
+      if (what.starts_with(path_ + ": ")) throw;  // already ours
+      fail(info.name, "external data: " + what);
+    }
   }
 
   std::shared_ptr<const qs_onnx::ModelProto> model_;

@@ -1,6 +1,7 @@
 // .safetensors reader: the JSON header is parsed with nlohmann::json and checked in full at open
 // (dtype, shape overflow, data_offsets within the data section, sized dtype x shape, no overlaps);
-// read() is a view into a memory map, so memory follows the tensor being used, not the file.
+// read() preads one tensor into its own buffer, so memory follows the tensor being used, not the file,
+// and a file that shrinks meanwhile gives an IoError, not SIGBUS.
 // Tensors are listed in file order (by data offset; empty tensors at one offset by name). Unused bytes
 // between tensors are accepted (the reference library refuses them); overlapping ranges are not.
 // Exercise: tests/tst_tensorfile.cpp, tests/fuzz/fuzz_safetensors.cpp.
@@ -9,8 +10,8 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <set>
 #include <string_view>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -75,8 +76,8 @@ struct Entry {
 
 class SafetensorsFile final : public TensorFile {
  public:
-  SafetensorsFile(const std::string& path, std::shared_ptr<const MappedFile> map) : map_(std::move(map)) {
-    path_ = path;
+  explicit SafetensorsFile(std::shared_ptr<const RandomAccessFile> file) : file_(std::move(file)) {
+    path_ = file_->path();
     kind_ = "safetensors";
     parse();
   }
@@ -85,54 +86,48 @@ class SafetensorsFile final : public TensorFile {
     if (index >= offsets_.size())
       throw IoError(path_ + ": no tensor #" + std::to_string(index) + " (the file has " +
                     std::to_string(offsets_.size()) + ")");
-    return MappedFile::view(map_, data_start_ + offsets_[index], tensors_[index].nbytes());
+    return RandomAccessFile::read_owned(file_, data_start_ + offsets_[index], tensors_[index].nbytes());
+  }
+
+  void read_f32(std::size_t index, float* out) const override {
+    if (index >= offsets_.size()) read(index);  // throws "no tensor #..."
+    file_->read_f32(data_start_ + offsets_[index], tensors_[index].dtype, tensors_[index].numel(), out);
   }
 
  private:
   [[noreturn]] void fail(const std::string& what) const { throw IoError(path_ + ": " + what); }
 
   void parse() {
-    const std::size_t size = map_->size;
+    const uint64_t size = file_->size();
     if (size < 8)
       fail(size == 0 ? "empty file, not a .safetensors file"
                      : "truncated: " + std::to_string(size) + " bytes, too short for the 8-byte header length");
+    uint8_t len_bytes[8];
+    file_->read_exact(0, len_bytes, 8);
     uint64_t header_len = 0;
-    for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | map_->data[i];
+    for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
     if (header_len > kMaxHeaderBytes)
       fail("header length " + std::to_string(header_len) + " is above the 100 MB limit (" +
            std::to_string(kMaxHeaderBytes) + " bytes)");
     if (header_len > size - 8)
       fail("header length " + std::to_string(header_len) + " runs past the end of the file (" + std::to_string(size) +
            " bytes)");
-    if (header_len == 0 || map_->data[8] != '{') fail("header is not a JSON object (expected '{' at offset 8)");
+    if (header_len == 0) fail("header is not a JSON object (expected '{' at offset 8)");
+    // Checked against the file above, so this allocation is at most the file's own header.
+    std::string text(static_cast<std::size_t>(header_len), '\0');
+    file_->read_exact(8, text.data(), text.size());
+    if (text[0] != '{') fail("header is not a JSON object (expected '{' at offset 8)");
     data_start_ = 8 + header_len;
     const uint64_t data_size = size - data_start_;
 
-    const char* text = reinterpret_cast<const char*>(map_->data + 8);
     json header;
     try {
-      // Depth and duplicate keys are checked while parsing: a duplicated tensor name or field would
-      // otherwise be silently resolved to the last one.
-      std::vector<std::set<std::string>> keys;
-      header = json::parse(text, text + header_len, [&](int depth, json::parse_event_t event, json& value) {
-        switch (event) {
-          case json::parse_event_t::object_start:
-          case json::parse_event_t::array_start:
-            if (depth >= kMaxJsonDepth) fail("header nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-            if (event == json::parse_event_t::object_start) keys.emplace_back();
-            break;
-          case json::parse_event_t::object_end:
-            if (!keys.empty()) keys.pop_back();
-            break;
-          case json::parse_event_t::key:
-            if (!keys.empty() && !keys.back().insert(value.get<std::string>()).second)
-              fail("header has the key '" + printable(value.get<std::string>()) + "' twice" +
-                   (keys.size() == 1 ? "" : " in one entry"));
-            break;
-          default: break;
-        }
-        return true;
-      });
+      // Depth and duplicate keys are checked in a first pass (a duplicated tensor name or field would
+      // otherwise be silently resolved to the last one), then the DOM is built without a callback:
+      // nlohmann's callback parser rescans the parent object after every child, quadratic in tensors.
+      HeaderChecker checker(*this);
+      json::sax_parse(text.begin(), text.end(), &checker);
+      header = json::parse(text.begin(), text.end());
     } catch (const json::exception& e) {
       std::string_view what = e.what();
       if (const std::size_t p = what.find("] "); what.starts_with("[json.exception.") && p != std::string_view::npos)
@@ -224,7 +219,54 @@ class SafetensorsFile final : public TensorFile {
     return e;
   }
 
-  std::shared_ptr<const MappedFile> map_;
+  // The SAX pass of parse(): nesting depth and duplicate keys, in one linear pass over the text.
+  class HeaderChecker : public nlohmann::json_sax<json> {
+   public:
+    explicit HeaderChecker(const SafetensorsFile& file) : file_(file) {}
+    bool start_object(std::size_t) override {
+      enter();
+      keys_.emplace_back();
+      return true;
+    }
+    bool end_object() override {
+      keys_.pop_back();
+      --depth_;
+      return true;
+    }
+    bool start_array(std::size_t) override {
+      enter();
+      return true;
+    }
+    bool end_array() override {
+      --depth_;
+      return true;
+    }
+    bool key(string_t& k) override {
+      if (!keys_.back().insert(k).second)
+        file_.fail("header has the key '" + printable(k) + "' twice" + (keys_.size() == 1 ? "" : " in one entry"));
+      return true;
+    }
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    // Rethrown so that syntax errors read as they did from json::parse.
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override { throw e; }
+
+   private:
+    void enter() {
+      if (depth_ >= kMaxJsonDepth) file_.fail("header nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      ++depth_;
+    }
+    const SafetensorsFile& file_;
+    int depth_ = 0;
+    std::vector<std::unordered_set<std::string>> keys_;  // one per open object
+  };
+
+  std::shared_ptr<const RandomAccessFile> file_;
   std::size_t data_start_ = 0;
   std::vector<uint64_t> offsets_;  // per tensor, within the data section
 };
@@ -232,7 +274,7 @@ class SafetensorsFile final : public TensorFile {
 }  // namespace
 
 std::unique_ptr<TensorFile> open_safetensors_file(const std::string& path) {
-  return std::make_unique<SafetensorsFile>(path, MappedFile::open(path));
+  return std::make_unique<SafetensorsFile>(RandomAccessFile::open(path));
 }
 
 }  // namespace qs

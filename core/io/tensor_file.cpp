@@ -1,16 +1,19 @@
-// TensorFile plumbing: memory maps, the reader chosen by magic bytes (then by extension), and the
-// "this build has no ... support" stand-ins for readers whose library was not found at configure time.
+// TensorFile plumbing: positional reads (pread), the reader chosen by magic bytes (then by extension),
+// and the "this build has no ... support" stand-ins for readers whose library was not found at
+// configure time.
 // Exercise: tests/tst_tensorfile.cpp (dispatch rows), `quantscope-cli analyze --in FILE`.
 #include "io/tensor_file.h"
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <string_view>
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,58 +26,160 @@ std::size_t TensorInfo::numel() const {
   return n;
 }
 
-MappedFile::~MappedFile() {
-  if (data) ::munmap(const_cast<uint8_t*>(data), size);
+namespace {
+
+// "a FIFO (named pipe)" and the like, for "<file>: is a FIFO (named pipe), not a regular file".
+const char* file_type_name(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "a special file";
 }
 
-std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw IoError(path + ": cannot open: " + std::strerror(errno));
+[[noreturn]] void refuse_type(const std::string& path, mode_t m) {
+  if (S_ISDIR(m)) throw IoError(path + ": is a directory, not a tensor file");
+  throw IoError(path + ": is " + file_type_name(m) + ", not a regular file; tensor files must be regular files");
+}
+
+}  // namespace
+
+std::shared_ptr<const RandomAccessFile> RandomAccessFile::open(const std::string& path) {
+  // stat before open: opening a FIFO blocks until a writer comes, and opening a device may have effects.
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    throw IoError(path + ": cannot stat: " + std::strerror(err));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    throw IoError(path + ": is a directory, not a tensor file");
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw IoError(path + ": not a regular file");
-  }
-  auto m = std::make_shared<MappedFile>();
-  m->size = static_cast<std::size_t>(st.st_size);
-  if (m->size > 0) {
-    void* p = ::mmap(nullptr, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      m->size = 0;
-      throw IoError(path + ": cannot map " + std::to_string(st.st_size) + " bytes: " + std::strerror(err));
-    }
-    m->data = static_cast<const uint8_t*>(p);
-  }
-  ::close(fd);  // the mapping keeps the file alive
-  return m;
+  if (::stat(path.c_str(), &st) != 0) throw IoError(path + ": cannot open: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) refuse_type(path, st.st_mode);
+  // O_NONBLOCK (no effect on a regular file) in case the path became a FIFO since the stat.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw IoError(path + ": cannot open: " + std::strerror(errno));
+  std::shared_ptr<RandomAccessFile> f(new RandomAccessFile);
+  f->fd_ = fd;
+  f->path_ = path;
+  if (::fstat(fd, &st) != 0) throw IoError(path + ": cannot stat: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) refuse_type(path, st.st_mode);
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  f->size_ = static_cast<uint64_t>(st.st_size);
+  return f;
 }
 
-TensorBytes MappedFile::view(const std::shared_ptr<const MappedFile>& map, std::size_t offset, std::size_t size) {
+RandomAccessFile::~RandomAccessFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+long RandomAccessFile::pread_some(uint64_t offset, void* dst, std::size_t n) const noexcept {
+  if (offset > static_cast<uint64_t>(std::numeric_limits<off_t>::max())) {
+    errno = EOVERFLOW;
+    return -1;
+  }
+  n = std::min<std::size_t>(n, std::size_t(1) << 30);  // Linux reads at most ~2 GiB per call anyway
+  for (;;) {
+    const ssize_t got = ::pread(fd_, dst, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    return static_cast<long>(got);
+  }
+}
+
+void RandomAccessFile::check_range(uint64_t offset, std::size_t n) const {
+  if (offset > size_ || n > size_ - offset)
+    throw IoError(path_ + ": cannot read " + std::to_string(n) + " bytes at offset " + std::to_string(offset) +
+                  ": past the end of the file (" + std::to_string(size_) + " bytes)");
+}
+
+void RandomAccessFile::read_exact(uint64_t offset, void* dst, std::size_t n) const {
+  check_range(offset, n);
+  auto* p = static_cast<uint8_t*>(dst);
+  for (std::size_t done = 0; done < n;) {
+    const long got = pread_some(offset + done, p + done, n - done);
+    if (got < 0) throw IoError(path_ + ": cannot read: " + std::strerror(errno));
+    if (got == 0) fail_changed();
+    done += static_cast<std::size_t>(got);
+  }
+}
+
+std::vector<uint8_t> RandomAccessFile::read_vector(uint64_t offset, std::size_t n) const {
+  check_range(offset, n);  // before allocating
+  std::vector<uint8_t> v(n);
+  read_exact(offset, v.data(), n);
+  return v;
+}
+
+TensorBytes RandomAccessFile::read_owned(const std::shared_ptr<const RandomAccessFile>& file, uint64_t offset,
+                                         std::size_t n) {
+  static const uint8_t kEmpty = 0;
   TensorBytes b;
-  b.data = map->data + offset;
-  b.size = size;
-  if (size == 0) {
-    b.owner = map;
+  if (n == 0) {
+    b.data = &kEmpty;
+    b.owner = file;
     return b;
   }
-  // The deleter holds the map alive until the view is gone, then drops the view's whole pages.
-  b.owner = std::shared_ptr<const void>(b.data, [map, offset, size](const void*) {
-    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    const std::size_t begin = (offset + page - 1) / page * page, end = (offset + size) / page * page;
-    if (end > begin) ::madvise(const_cast<uint8_t*>(map->data) + begin, end - begin, MADV_DONTNEED);
+  file->check_range(offset, n);  // before allocating
+  std::unique_ptr<uint8_t[]> buf;
+  std::size_t capacity = 0;
+  {
+    std::lock_guard lock(file->spare_mutex_);
+    if (file->spare_ && file->spare_size_ >= n) {
+      buf = std::move(file->spare_);
+      capacity = file->spare_size_;
+    }
+  }
+  if (!buf) {
+    buf.reset(new uint8_t[n]);  // new[] without (): no pass to zero what pread overwrites
+    capacity = n;
+  }
+  file->read_exact(offset, buf.get(), n);  // on a throw, `buf` is simply freed
+  b.data = buf.get();
+  b.size = n;
+  // Released bytes go back to the file as its spare (the larger one is kept), unless the file is gone.
+  std::weak_ptr<const RandomAccessFile> weak = file;
+  b.owner = std::shared_ptr<const void>(buf.release(), [weak, capacity](const void* p) {
+    std::unique_ptr<uint8_t[]> done(static_cast<uint8_t*>(const_cast<void*>(p)));
+    if (const auto f = weak.lock()) {
+      std::lock_guard lock(f->spare_mutex_);
+      if (!f->spare_ || f->spare_size_ < capacity) {
+        std::swap(f->spare_, done);
+        f->spare_size_ = capacity;
+      }
+    }
   });
   return b;
+}
+
+void RandomAccessFile::read_f32(uint64_t offset, DType dtype, std::size_t numel, float* out) const {
+  static_assert(std::endian::native == std::endian::little, "float32 tensors are read in place");
+  const std::size_t es = dtype_size(dtype);
+  if (numel > std::numeric_limits<std::size_t>::max() / es)
+    throw IoError(path_ + ": tensor of " + std::to_string(numel) + " elements is too large");
+  check_range(offset, numel * es);
+  if (dtype == DType::F32) return read_exact(offset, out, numel * 4);
+  // Staged in pieces small enough to stay in cache between the read and the conversion.
+  constexpr std::size_t kStageBytes = std::size_t(1) << 18;
+  const std::size_t per = kStageBytes / es;
+  std::vector<uint8_t> stage(std::min(numel, per) * es);
+  for (std::size_t done = 0; done < numel;) {
+    const std::size_t n = std::min(numel - done, per);
+    read_exact(offset + done * es, stage.data(), n * es);
+    convert_to_f32(dtype, stage.data(), n, out + done);
+    done += n;
+  }
+}
+
+void RandomAccessFile::check_unchanged() const {
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0 && static_cast<uint64_t>(st.st_size) != size_) fail_changed();
+}
+
+void RandomAccessFile::fail_changed() const {
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0 && static_cast<uint64_t>(st.st_size) != size_)
+    throw IoError(path_ + ": changed size while reading (" + std::to_string(size_) + " bytes when opened, " +
+                  std::to_string(st.st_size) + " now); was it rewritten while being read?");
+  throw IoError(path_ + ": ended early while reading (" + std::to_string(size_) +
+                " bytes when opened); was it rewritten while being read?");
+}
+
+void TensorFile::read_f32(std::size_t index, float* out) const {
+  const TensorBytes b = read(index);
+  convert_to_f32(tensors_.at(index).dtype, b.data, tensors_[index].numel(), out);
 }
 
 namespace {
@@ -86,29 +191,12 @@ std::string lower_extension(const std::string& path) {
   return ext;
 }
 
-// The first bytes of the file, without mapping it (dispatch must not fail on a huge or odd file).
+// The first bytes of the file. Non-regular files are refused here, before any reader opens them.
 std::size_t read_prefix(const std::string& path, std::array<uint8_t, 16>& buf) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw IoError(path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    throw IoError(path + ": is a directory, not a tensor file");
-  }
-  std::size_t got = 0;
-  while (got < buf.size()) {
-    const ssize_t n = ::read(fd, buf.data() + got, buf.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      throw IoError(path + ": cannot read: " + std::strerror(err));
-    }
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  return got;
+  const auto f = RandomAccessFile::open(path);
+  const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(f->size(), buf.size()));
+  f->read_exact(0, buf.data(), n);
+  return n;
 }
 
 }  // namespace

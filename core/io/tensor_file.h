@@ -4,15 +4,15 @@
 //
 //   auto file = qs::open_tensor_file("model.safetensors");    // throws qs::IoError (one line)
 //   for (std::size_t i = 0; i < file->tensors().size(); ++i) {
-//     qs::TensorBytes b = file->read(i);                     // mmap view or owned buffer
 //     std::vector<float> x(file->tensors()[i].numel());
-//     qs::convert_to_f32(file->tensors()[i].dtype, b.data, x.size(), x.data());
+//     file->read_f32(i, x.data());                           // or read(i): the bytes as stored
 //   }
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -41,8 +41,14 @@ class TensorFile {
   const std::string& path() const { return path_; }
   const std::string& kind() const { return kind_; }   // "npy", "npz", "safetensors", "onnx"
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
-  // Reads (or maps) tensor `index`. Throws IoError "<file>: <tensor>: <what is wrong>".
+  // Reads tensor `index` into a buffer of its own (or points into a parsed model). Throws IoError
+  // "<file>: <tensor>: <what is wrong>", and "<file>: changed size while reading ..." when the file
+  // shrank since it was opened.
   virtual TensorBytes read(std::size_t index) const = 0;
+  // Tensor `index` converted to float32 into out[0, numel()): the values convert_to_f32 gives on read(),
+  // but the .npy and .safetensors readers pread straight into `out` (float32) or through a small staging
+  // buffer, so the bytes cross memory once and no tensor-sized byte buffer is allocated. Throws as read().
+  virtual void read_f32(std::size_t index, float* out) const;
 
  protected:
   std::string path_, kind_;
@@ -60,15 +66,54 @@ std::unique_ptr<TensorFile> open_onnx_file(const std::string& path);         // 
 // Which of the optional readers this build has ("npz", "safetensors", "onnx").
 bool tensor_reader_available(const std::string& kind);
 
-// A read-only memory map of a whole file (empty files map to size 0). Throws IoError.
-struct MappedFile {
-  const uint8_t* data = nullptr;
-  std::size_t size = 0;
-  ~MappedFile();
-  static std::shared_ptr<const MappedFile> open(const std::string& path);
-  // A view of [offset, offset + size) whose release tells the kernel the pages are no longer
-  // needed (madvise DONTNEED), so resident memory follows the tensor in use, not the whole file.
-  static TensorBytes view(const std::shared_ptr<const MappedFile>& map, std::size_t offset, std::size_t size);
+// A regular file read at fixed offsets with pread, never memory-mapped: its size is taken once at open,
+// and a read that finds fewer bytes (a checkpoint truncated or rewritten in place while it is analysed)
+// throws IoError "<file>: changed size while reading ..." where a map would raise SIGBUS. FIFOs, devices
+// and directories are refused at open without blocking. Reads share no file position, so one object
+// serves several threads.
+//
+//   auto f = qs::RandomAccessFile::open("w.safetensors");            // throws qs::IoError
+//   std::vector<uint8_t> head = f->read_vector(0, std::min<uint64_t>(f->size(), 16));
+//   qs::TensorBytes b = qs::RandomAccessFile::read_owned(f, offset, nbytes);  // its own buffer
+class RandomAccessFile {
+ public:
+  static std::shared_ptr<const RandomAccessFile> open(const std::string& path);
+  ~RandomAccessFile();
+  RandomAccessFile(const RandomAccessFile&) = delete;
+  RandomAccessFile& operator=(const RandomAccessFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  uint64_t size() const { return size_; }  // bytes, as of open
+
+  // Exactly `n` bytes at `offset` (which must lie within size()); throws IoError.
+  void read_exact(uint64_t offset, void* dst, std::size_t n) const;
+  std::vector<uint8_t> read_vector(uint64_t offset, std::size_t n) const;
+  // `numel` little-endian elements of `dtype` at `offset`, converted to float32 into `out`.
+  void read_f32(uint64_t offset, DType dtype, std::size_t numel, float* out) const;
+  // The bytes in a buffer of their own (reused from the previous read once that is released; never
+  // zero-filled first, so pages are touched only as data arrives).
+  static TensorBytes read_owned(const std::shared_ptr<const RandomAccessFile>& file, uint64_t offset, std::size_t n);
+  // At most `n` bytes at `offset`: the count (0 at the end of the file), or -1 with errno set. Never
+  // throws, for C callbacks (libzip) that cannot pass an exception through.
+  long pread_some(uint64_t offset, void* dst, std::size_t n) const noexcept;
+  // Throws the "changed size while reading" IoError when the file is no longer size() bytes long;
+  // readers call it when a library reports a read failure, to say why.
+  void check_unchanged() const;
+
+ private:
+  RandomAccessFile() = default;
+  void check_range(uint64_t offset, std::size_t n) const;  // throws unless [offset, offset + n) is in the file
+  [[noreturn]] void fail_changed() const;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+  std::string path_;
+  // The buffer of the last released read_owned() result, reused by the next one: a fresh buffer per
+  // tensor costs a page fault and a kernel zero-fill per 4 KiB (about half the throughput of
+  // `bench analyze --tensors 16`).
+  // Holds at most one buffer of the largest tensor read, the same bound as the reads themselves.
+  mutable std::mutex spare_mutex_;
+  mutable std::unique_ptr<uint8_t[]> spare_;
+  mutable std::size_t spare_size_ = 0;
 };
 
 }  // namespace qs

@@ -30,11 +30,10 @@ AnalyzeSummary analyze_file(const TensorFile& file, const std::vector<Scheme>& s
       continue;
     }
     {
-      const TensorBytes bytes = file.read(i);  // released (and unmapped) before the next tensor
       x.resize(t.numel());
       y.resize(t.numel());
-      convert_to_f32(t.dtype, bytes.data, x.size(), x.data());
-      sum.bytes += bytes.size;
+      file.read_f32(i, x.data());
+      sum.bytes += t.nbytes();
     }
     for (const Scheme& s : schemes) {
       if (s.granularity == Granularity::Channel) {

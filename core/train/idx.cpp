@@ -1,5 +1,6 @@
 // IDX reader/writer: the header is validated before any data is trusted, and gzipped input is inflated
-// as a stream that stops as soon as it exceeds what the header announces (no decompression bombs).
+// as a stream that stops as soon as it exceeds what the header announces (no decompression bombs), into
+// a buffer that grows with the bytes inflated, not with the header's claim.
 #include "train/idx.h"
 
 #include <algorithm>
@@ -118,7 +119,10 @@ IdxArray from_gzip(const uint8_t* b, std::size_t n, const std::string& name) {
   auto inflate_to = [&](std::size_t want) {
     while (out.size() < want && !ended) {
       const std::size_t before = out.size();
-      const std::size_t chunk = std::min<std::size_t>(want - before, std::numeric_limits<uInt>::max());
+      // Grow geometrically, not to `want` at once: `want` is the header's claim, and memory must follow
+      // the bytes actually inflated (a 106-byte file announcing 4 GiB otherwise zero-fills 4 GiB).
+      const std::size_t step = std::max<std::size_t>(std::size_t(1) << 20, before);
+      const std::size_t chunk = std::min<std::size_t>({want - before, step, std::numeric_limits<uInt>::max()});
       out.resize(before + chunk);
       zs.next_out = out.data() + before;
       zs.avail_out = static_cast<uInt>(chunk);
@@ -221,7 +225,10 @@ IdxArray parse_idx(const uint8_t* bytes, std::size_t size, const std::string& na
 }
 
 IdxArray read_idx(const std::string& path) {
-  const std::vector<uint8_t> bytes = read_file(path);
+  // No valid IDX file, plain or gzipped, is much larger than its 4 GiB data limit; the cap also stops
+  // a FIFO or /dev/zero from being read without end.
+  constexpr std::size_t kMaxFileBytes = std::size_t(kMaxDataBytes + kMaxDataBytes / 64 + (1 << 20));
+  const std::vector<uint8_t> bytes = read_file(path, kMaxFileBytes);
   return parse_idx(bytes.data(), bytes.size(), path);
 }
 
