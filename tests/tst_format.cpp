@@ -1,5 +1,5 @@
-// Qt Test for core/format/format.{h,cpp}: the table facts of DESIGN.md, every code of every named
-// format and of the 8-bit sweep (round trips, ties to even at every midpoint), special inputs,
+// Qt Test for core/format/format.{h,cpp}: the table facts of docs/DESIGN.md (Named formats), every code of
+// every named format and of the 8-bit sweep (round trips, ties to even at every midpoint), special inputs,
 // stochastic rounding statistics and the spec parser. Run: QT_QPA_PLATFORM=offscreen ./tst_format
 #include <QtTest>
 
@@ -77,7 +77,7 @@ void tst_Format::tableFacts_data() {
   QTest::addColumn<bool>("hasInf");
   QTest::addColumn<bool>("hasNan");
   QTest::addColumn<bool>("hasNegZero");
-  // Facts from DESIGN.md / the OCP and ml_dtypes definitions, derived by hand.
+  // Facts from docs/DESIGN.md (Named formats) / the OCP and ml_dtypes definitions, derived by hand.
   QTest::newRow("e4m3fn") << "e4m3fn" << 8 << 448.0 << 0x1p-6 << 0x1p-9 << 253 << false << true << true;
   QTest::newRow("e5m2") << "e5m2" << 8 << 57344.0 << 0x1p-14 << 0x1p-16 << 249 << true << true << true;
   QTest::newRow("e4m3fnuz") << "e4m3fnuz" << 8 << 240.0 << 0x1p-7 << 0x1p-10 << 255 << false << true << false;
@@ -233,7 +233,8 @@ void tst_Format::specialInputs_data() {
   QTest::addColumn<int>("underflows");
   QTest::addColumn<int>("nans");
   const double inf = INFINITY, nan = NAN;
-  // DESIGN.md: E4M3FN 464 -> 448 (tie to even), 465 -> NaN under ieee; saturate clamps first.
+  // docs/DESIGN.md (Encoding rules): E4M3FN 464 -> 448 (tie to even), 465 -> NaN under ieee;
+  // saturate clamps first.
   QTest::newRow("e4m3fn 464 ieee") << "e4m3fn" << 464.0 << "ieee" << 0x7eu << 0 << 0 << 0;
   QTest::newRow("e4m3fn 465 ieee") << "e4m3fn" << 465.0 << "ieee" << 0x7fu << 1 << 0 << 0;
   QTest::newRow("e4m3fn -465 ieee") << "e4m3fn" << -465.0 << "ieee" << 0xffu << 1 << 0 << 0;

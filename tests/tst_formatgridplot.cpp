@@ -109,7 +109,7 @@ void TestFormatGridPlot::logScaleShowsPositiveValuesOnly() {
   QVERIFY(plot.xAxis->range().upper >= 448);
   plot.setLogScale(false);
   QCOMPARE(plot.xAxis->scaleType(), QCPAxis::stLinear);
-  QCOMPARE(plot.valueGraph()->dataCount(), 253);  // DESIGN.md: e4m3fn has 253 distinct values
+  QCOMPARE(plot.valueGraph()->dataCount(), 253);  // docs/DESIGN.md (Named formats): e4m3fn has 253 distinct values
 }
 
 void TestFormatGridPlot::sixteenBitFormatsAreQuick_data() {

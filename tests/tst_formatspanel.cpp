@@ -74,7 +74,7 @@ void TestFormatsPanel::pickerPrefixesNames() {
   QVERIFY(!parent.findChild<QLabel*>(QStringLiteral("schemeSpecMessageLabel")));  // compact: no label
 }
 
-// Bit patterns written from the formats' definitions (DESIGN.md), not from the encoder.
+// Bit patterns written from the formats' definitions (docs/DESIGN.md, Named formats), not from the encoder.
 void TestFormatsPanel::inspectorBits_data() {
   QTest::addColumn<QString>("format");
   QTest::addColumn<QString>("input");

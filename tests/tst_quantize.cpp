@@ -131,10 +131,10 @@ float roundHalfEven(float v) {
   return std::fmod(fl, 2.0f) == 0 ? fl : fl + 1;
 }
 
-// The PyTorch MinMax affine rule of DESIGN.md, evaluated in float32 here: lo = min(x_min, 0),
-// hi = max(x_max, 0) over finite x, s = max((hi - lo) / qmax, FLT_EPSILON), zp = clamp(round(-lo / s)),
-// q = clamp(round(x / s) + zp) (stochastic: floor(x / s) + [rnd < floor(frac * 2^32)]), value
-// (q - zp) * s. NaN has no code in an integer format: it becomes 0 (code zp) and is counted.
+// The PyTorch MinMax affine rule of docs/DESIGN.md (Schemes and scale rules), evaluated in float32 here:
+// lo = min(x_min, 0), hi = max(x_max, 0) over finite x, s = max((hi - lo) / qmax, FLT_EPSILON),
+// zp = clamp(round(-lo / s)), q = clamp(round(x / s) + zp) (stochastic: floor(x / s) + [rnd < floor(frac * 2^32)]),
+// value (q - zp) * s. NaN has no code in an integer format: it becomes 0 (code zp) and is counted.
 struct Affine {
   float s = 1;
   int zp = 0;

@@ -62,7 +62,7 @@ struct Format {
   bool operator==(const Format& o) const;
 };
 
-// The named formats of DESIGN.md, in display order.
+// The named formats of docs/DESIGN.md (Named formats), in display order.
 const std::vector<Format>& named_formats();
 // The five-format 8-bit sweep used by the training studies.
 const std::vector<std::string>& sweep_8bit_specs();

@@ -1,5 +1,6 @@
-// Observers that pick a range for activations from batches (DESIGN.md): MinMax, MovingAverageMinMax,
-// histogram percentile, MSE-optimal clipping search, and delayed scaling from an amax history.
+// Observers that pick a range for activations from batches (docs/DESIGN.md, Observers): MinMax,
+// MovingAverageMinMax, histogram percentile, MSE-optimal clipping search, and delayed scaling from an amax
+// history.
 // Exercise: tests/tst_observer.cpp.
 //
 //   qs::MovingAverageMinMaxObserver obs(0.01);

@@ -1,5 +1,5 @@
-# The quantscope-cli contract of DESIGN.md / issue 2: --help everywhere, CSV columns, exact codes for
-# known inputs, one-line errors with a non-zero exit, atomic outputs.
+# The quantscope-cli contract of docs/DESIGN.md (Command-line contract) / issue 2: --help everywhere, CSV
+# columns, exact codes for known inputs, one-line errors with a non-zero exit, atomic outputs.
 # Run: ctest --test-dir build -R cli_contract --output-on-failure
 cmake_minimum_required(VERSION 3.25)
 set(DATA ${SRC}/data)

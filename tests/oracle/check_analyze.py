@@ -5,8 +5,8 @@ model given after the CLI (an .onnx is read with the `onnx` package if installed
 
   python3 tests/oracle/check_analyze.py build/quantscope-cli [model.onnx|model.safetensors ...]
 
-The numpy side implements the schemes from DESIGN.md directly: x / s in float32, clamp to +-max
-(saturate), round with the ml_dtypes cast (nearest even), times s in float32."""
+The numpy side implements the schemes of docs/DESIGN.md (Schemes and scale rules) directly: x / s in
+float32, clamp to +-max (saturate), round with the ml_dtypes cast (nearest even), times s in float32."""
 import csv
 import json
 import math

@@ -79,8 +79,8 @@ for name, dt in FORMATS.items():
         # QuantScope rounds them to the nearest of 2^-127 / 2^-126 (report, do not count).
         note = ""
         if name in ("e2m3fn", "e3m2fn", "e2m1fn"):
-            # No NaN in these formats: DESIGN maps NaN to 0; ml_dtypes gives a zero too, with the sign
-            # flipped (-0 for +NaN). Same value: report, do not count.
+            # No NaN in these formats: docs/DESIGN.md (Encoding rules) maps NaN to 0; ml_dtypes gives a
+            # zero too, with the sign flipped (-0 for +NaN). Same value: report, do not count.
             z = np.isnan(x) & (ref_v == 0) & (ref_vals[ours_c] == 0)
             if np.any(bad & z):
                 note = f" ({int(np.sum(bad & z))} NaN inputs -> zero of the other sign than ml_dtypes)"
