@@ -6,6 +6,7 @@
 #include <regex>
 #include <sstream>
 
+#include "util/printable.h"
 #include "io/csv.h"
 #include "cli/commands.h"
 #include "io/atomic_file.h"
@@ -59,6 +60,10 @@ void add_analyze(CLI::App& app) {
     // Open every file first so that a bad file fails before any work.
     std::vector<std::unique_ptr<TensorFile>> files;
     for (const std::string& p : o.in) files.push_back(open_tensor_file(p));
+    // Entries that are not tensors (an .npz member that is not an .npy file, ...): named, never silent.
+    std::vector<std::string> not_tensors;
+    for (const auto& f : files)
+      for (const std::string& s : f->skipped()) not_tensors.push_back(printable(f->path()) + ": " + printable(s));
 
     std::ostringstream csv, hist;
     csv << "file,tensor,dtype,shape,numel,scheme,amax,mse,sqnr_db,max_abs_err,mean_abs_err,overflow_count,"
@@ -100,11 +105,15 @@ void add_analyze(CLI::App& app) {
                            : "";
     if (rows == 0) {  // nothing was analysed: say why instead of printing a header-only CSV with exit 0
       throw std::runtime_error("nothing analysed: " + std::to_string(total.analysed) + " tensors matched, " +
+                               (not_tensors.empty() ? std::string()
+                                                    : std::to_string(not_tensors.size()) + " entries are not tensors (" +
+                                                          not_tensors.front() + (not_tensors.size() > 1 ? ", ..." : "") + "), ") +
                                std::to_string(total.skipped) + " skipped (non-float or fewer than 2 elements)" +
                                axis_note + (filter ? ", --tensor '" + o.tensor + "' applied" : std::string()));
     }
     emit(csv.str(), o.csv);
     if (!o.hist.empty()) write_file_atomic(o.hist, hist.str());
+    for (const std::string& s : not_tensors) std::fprintf(stderr, "analyze: skipped %s\n", s.c_str());
     std::fprintf(stderr, "analyze: %zu tensors analysed, %zu skipped (non-float or fewer than 2 elements)%s\n",
                  total.analysed, total.skipped, axis_note.c_str());
   });

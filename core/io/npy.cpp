@@ -1,6 +1,7 @@
 // .npy reader/writer: a strict parser for the header's Python-literal dict that checks every size
 // against the file before allocating, numpy-identical header output, and exact float16 conversion.
 // Exercise: tests/tst_npy.cpp, tests/cli/cli_npy_errors.cmake.
+#include "util/printable.h"
 #include "io/npy.h"
 
 #include "io/atomic_file.h"
@@ -51,23 +52,6 @@ const char* canonical_descr(DType t) {
   }
 }
 
-// Keeps the caller's string printable on one line: control and non-ASCII bytes become \xNN.
-std::string printable(std::string_view s, std::size_t max_len = 40) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size() && i < max_len; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  if (s.size() > max_len) out += "...";
-  return out;
-}
 
 // Checked product for shapes: numel, and numel * itemsize, must fit before anything is allocated.
 bool mul_overflows(uint64_t a, uint64_t b, uint64_t& out) { return __builtin_mul_overflow(a, b, &out); }
@@ -95,7 +79,7 @@ class HeaderParser {
       if (eat('}')) break;
       const std::string key = parse_string("a key");
       skip_ws();
-      if (!eat(':')) error("expected ':' after key '" + printable(key) + "' " + where());
+      if (!eat(':')) error("expected ':' after key '" + printable(key, true, 40) + "' " + where());
       skip_ws();
       if (key == "descr") {
         if (have_descr) error("duplicate key 'descr' in header");
@@ -111,7 +95,7 @@ class HeaderParser {
         have_shape = true;
         r.shape = parse_shape();
       } else {
-        error("unexpected key '" + printable(key) + "' in header (expected 'descr', 'fortran_order', 'shape')");
+        error("unexpected key '" + printable(key, true, 40) + "' in header (expected 'descr', 'fortran_order', 'shape')");
       }
       skip_ws();
       if (eat(',')) continue;  // also covers the trailing comma numpy writes
@@ -131,7 +115,7 @@ class HeaderParser {
   [[noreturn]] void error(const std::string& what) const { throw IoError(name_ + ": " + what); }
   std::string where() const {
     if (pos_ >= s_.size()) return "at end of header";
-    return "at header offset " + std::to_string(pos_) + " near '" + printable(s_.substr(pos_), 12) + "'";
+    return "at header offset " + std::to_string(pos_) + " near '" + printable(s_.substr(pos_), true, 12) + "'";
   }
   char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
   bool eat(char c) {
@@ -176,7 +160,7 @@ class HeaderParser {
     if (peek() == '-') {
       std::size_t p = pos_ + 1;
       while (p < s_.size() && std::isdigit(static_cast<unsigned char>(s_[p]))) ++p;
-      error("negative dimension " + printable(s_.substr(pos_, p - pos_)) + " in shape");
+      error("negative dimension " + printable(s_.substr(pos_, p - pos_), true, 40) + " in shape");
     }
     if (!std::isdigit(static_cast<unsigned char>(peek()))) error("expected an integer in 'shape' " + where());
     uint64_t v = 0;
@@ -188,7 +172,7 @@ class HeaderParser {
       if (!too_big) v = v * 10 + d;
       ++pos_;
     }
-    if (too_big) error("dimension " + printable(s_.substr(start, pos_ - start)) + " in shape is too large");
+    if (too_big) error("dimension " + printable(s_.substr(start, pos_ - start), true, 40) + " in shape is too large");
     if (peek() == 'L') ++pos_;  // Python 2 numpy wrote longs as 3L
     return static_cast<int64_t>(v);
   }
@@ -231,7 +215,7 @@ std::optional<DType> dtype_from_descr(std::string_view d) {
 }
 
 std::string refuse_descr_message(const std::string& d) {
-  std::string msg = "unsupported dtype '" + printable(d) + "'";
+  std::string msg = "unsupported dtype '" + printable(d, true, 40) + "'";
   if (!d.empty() && d[0] == '>')
     msg += " (big-endian; convert with a.astype(a.dtype.newbyteorder('<')))";
   else if (d.find('O') != std::string::npos)

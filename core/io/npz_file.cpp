@@ -4,6 +4,7 @@
 // libzip reads the file through a pread source (never a memory map), so a file that shrinks while open
 // gives an IoError ("changed size while reading"), not SIGBUS.
 // Exercise: tests/tst_tensorfile.cpp, tests/fuzz/fuzz_npz.cpp.
+#include "util/printable.h"
 #include "io/npy.h"
 #include "io/tensor_file.h"
 
@@ -26,22 +27,6 @@ constexpr std::size_t kMaxNpyHeader = 1u << 20;   // numpy itself refuses header
 // must not size an allocation.
 constexpr uint64_t kMaxDeflateRatio = 1032;
 
-std::string printable(std::string_view s, std::size_t max_len = 120) {
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (std::size_t i = 0; i < s.size() && i < max_len; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (s.size() > max_len) out += "...";
-  return out;
-}
 
 struct ZipCloser {
   void operator()(zip_t* z) const { zip_discard(z); }
@@ -256,7 +241,11 @@ class NpzFile final : public TensorFile {
         fail("cannot read zip entry #" + std::to_string(i) + ": " + printable(zip_strerror(za)));
       if (!(st.valid & ZIP_STAT_NAME) || !st.name) continue;
       const std::string_view member = st.name;
-      if (member.size() <= 4 || !member.ends_with(".npy")) continue;  // numpy only writes .npy members
+      if (member.size() <= 4 || !member.ends_with(".npy")) {  // numpy only writes .npy members
+        if (!member.ends_with("/"))  // folders are not entries of their own
+          skipped_.push_back(printable(member) + ": not an .npy member");
+        continue;
+      }
       Member m;
       m.index = static_cast<zip_uint64_t>(i);
       m.label = path_ + ": " + printable(member);

@@ -5,6 +5,7 @@
 // Tensors are listed in file order (by data offset; empty tensors at one offset by name). Unused bytes
 // between tensors are accepted (the reference library refuses them); overlapping ranges are not.
 // Exercise: tests/tst_tensorfile.cpp, tests/fuzz/fuzz_safetensors.cpp.
+#include "util/printable.h"
 #include "io/tensor_file.h"
 
 #include <algorithm>
@@ -35,24 +36,6 @@ constexpr DtypeRow kDtypes[] = {
     {"U16", DType::U16},   {"U32", DType::U32},         {"U64", DType::U64},
 };
 
-// One line, whatever the file says: control bytes become \xNN (and, with ascii_only, bytes >= 0x80
-// too); long names are cut.
-std::string printable(std::string_view s, bool ascii_only = false, std::size_t max_len = 120) {
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (std::size_t i = 0; i < s.size() && i < max_len; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f || (ascii_only && c >= 0x80)) {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (s.size() > max_len) out += "...";
-  return out;
-}
 
 std::string supported_dtypes() {
   std::string s;

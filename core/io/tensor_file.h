@@ -49,10 +49,14 @@ class TensorFile {
   // but the .npy and .safetensors readers pread straight into `out` (float32) or through a small staging
   // buffer, so the bytes cross memory once and no tensor-sized byte buffer is allocated. Throws as read().
   virtual void read_f32(std::size_t index, float* out) const;
+  // Entries of the file that are not tensors here, each "<name>: <why>" (an .npz member that is not an
+  // .npy file, ...): listed so that nothing vanishes silently; the CLI and the GUI show them.
+  const std::vector<std::string>& skipped() const { return skipped_; }
 
  protected:
   std::string path_, kind_;
   std::vector<TensorInfo> tensors_;
+  std::vector<std::string> skipped_;
 };
 
 // Chooses the reader by magic bytes (falling back to the extension). Throws IoError.

@@ -136,6 +136,9 @@ endif()
 set(npz "${W}/we,ird\"\nfile.npz")
 gen(npz-odd "${npz}")
 hostile(npz-oddname OK ARGS analyze --in "${npz}" --scheme e4m3fn/tensor --scheme int8/tensor --histogram-csv ${W}/odd_hist.csv)
+if(NOT err MATCHES "analyze: skipped [^\n]*file.npz: notes.txt: not an .npy member")
+  fail("npz-oddname: the member that is not a tensor is not named: ${err}")
+endif()
 string(REPLACE "\"" "\"\"" qpath "${npz}")
 set(row_start "\"${qpath}\",\"a,\"\"b\nc\",float32,")
 string(FIND "${out}" "\n${row_start}" at)
@@ -185,6 +188,9 @@ hostile(seed-2p64 ERR "--seed.*not an integer from 0 to 18446744073709551615" AR
 hostile(seed-neg ERR "--seed.*not an integer from 0" ARGS analyze --in ${W}/w.npy --scheme int8/tensor --seed -1)
 hostile(seed-huge ERR "--seed" ARGS train --dataset synthetic --seed 99999999999999999999999)
 hostile(size-mb-wrap ERR "--size-mb.*not an integer from 1 to" ARGS bench analyze --size-mb 17592186044416)
+gen(npz-notes ${W}/notes.npz)
+hostile(npz-no-npy ERR "nothing analysed: .*2 entries are not tensors \\(.*notes.npz: README.txt: not an .npy member, ...\\)"
+        ARGS analyze --in ${W}/notes.npz --scheme int8/tensor)
 hostile(channel-axis-beyond ERR "nothing analysed.*channel axis beyond" ARGS analyze --in ${W}/w.npy --scheme int8/channel:7)
 
 # F15: an output never overwrites an input or another output.

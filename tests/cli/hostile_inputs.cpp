@@ -3,7 +3,8 @@
 //   qs_hostile_inputs st-name OUT.safetensors LEN        one float32 [2,4] tensor named 'L' x LEN
 //   qs_hostile_inputs st-ctrl OUT.safetensors            a tensor name holding ESC [31m, a comma, a quote, a line break
 //   qs_hostile_inputs npy OUT.npy nan|inf|big64|ramp     float32 all-NaN / all-inf, float64 up to 1e300, float32 ramp
-//   qs_hostile_inputs npz-odd OUT.npz                    an .npz (stored zip) whose one member is named a,"b<LF>c.npy
+//   qs_hostile_inputs npz-notes OUT.npz                  an .npz of members that are not .npy files
+//   qs_hostile_inputs npz-odd OUT.npz                    an .npz (stored zip): a tensor named a,"b<LF>c and notes.txt
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -56,21 +57,27 @@ uint32_t crc32(const std::vector<uint8_t>& d) {
   return ~c;
 }
 
-// A zip with one stored (uncompressed) member, as numpy's np.savez writes them.
-void write_stored_zip(const std::string& path, const std::string& member, const std::vector<uint8_t>& data) {
-  std::vector<uint8_t> out;
-  auto u16 = [&](uint32_t v) { out.push_back(uint8_t(v)); out.push_back(uint8_t(v >> 8)); };
-  auto u32 = [&](uint32_t v) { u16(v & 0xffff); u16(v >> 16); };
-  const uint32_t crc = crc32(data), size = uint32_t(data.size()), name_len = uint32_t(member.size());
-  u32(0x04034b50); u16(20); u16(0); u16(0); u16(0); u16(0x21); u32(crc); u32(size); u32(size); u16(name_len); u16(0);
-  out.insert(out.end(), member.begin(), member.end());
-  out.insert(out.end(), data.begin(), data.end());
-  const uint32_t cd = uint32_t(out.size());
-  u32(0x02014b50); u16(20); u16(20); u16(0); u16(0); u16(0); u16(0x21); u32(crc); u32(size); u32(size); u16(name_len);
-  u16(0); u16(0); u16(0); u16(0); u32(0); u32(0);
-  out.insert(out.end(), member.begin(), member.end());
-  const uint32_t cd_size = uint32_t(out.size()) - cd;
-  u32(0x06054b50); u16(0); u16(0); u16(1); u16(1); u32(cd_size); u32(cd); u16(0);
+// A zip of stored (uncompressed) members, as numpy's np.savez writes them.
+using Members = std::vector<std::pair<std::string, std::vector<uint8_t>>>;
+void write_stored_zip(const std::string& path, const Members& members) {
+  std::vector<uint8_t> out, dir;
+  auto u16 = [](std::vector<uint8_t>& o, uint32_t v) { o.push_back(uint8_t(v)); o.push_back(uint8_t(v >> 8)); };
+  auto u32 = [&](std::vector<uint8_t>& o, uint32_t v) { u16(o, v & 0xffff); u16(o, v >> 16); };
+  for (const auto& [member, data] : members) {
+    const uint32_t crc = crc32(data), size = uint32_t(data.size()), name_len = uint32_t(member.size());
+    const uint32_t offset = uint32_t(out.size());
+    u32(out, 0x04034b50); u16(out, 20); u16(out, 0); u16(out, 0); u16(out, 0); u16(out, 0x21); u32(out, crc);
+    u32(out, size); u32(out, size); u16(out, name_len); u16(out, 0);
+    out.insert(out.end(), member.begin(), member.end());
+    out.insert(out.end(), data.begin(), data.end());
+    u32(dir, 0x02014b50); u16(dir, 20); u16(dir, 20); u16(dir, 0); u16(dir, 0); u16(dir, 0); u16(dir, 0x21);
+    u32(dir, crc); u32(dir, size); u32(dir, size); u16(dir, name_len); u16(dir, 0); u16(dir, 0); u16(dir, 0);
+    u16(dir, 0); u32(dir, 0); u32(dir, offset);
+    dir.insert(dir.end(), member.begin(), member.end());
+  }
+  const uint32_t cd = uint32_t(out.size()), cd_size = uint32_t(dir.size()), n = uint32_t(members.size());
+  out.insert(out.end(), dir.begin(), dir.end());
+  u32(out, 0x06054b50); u16(out, 0); u16(out, 0); u16(out, n); u16(out, n); u32(out, cd_size); u32(out, cd); u16(out, 0);
   std::ofstream f(path, std::ios::binary);
   f.write(reinterpret_cast<const char*>(out.data()), std::streamsize(out.size()));
   if (!f) throw std::runtime_error("cannot write " + path);
@@ -87,7 +94,14 @@ int main(int argc, char** argv) try {
   } else if (a.size() == 2 && a[0] == "npz-odd") {
     std::vector<float> x(16);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i) - 7.5f;
-    write_stored_zip(a[1], "a,\"b\nc.npy", qs::serialize_npy(qs::make_npy(qs::DType::F32, {4, 4}, x.data())));
+    const std::string note = "made by qs_hostile_inputs\n";
+    write_stored_zip(a[1], {{"a,\"b\nc.npy", qs::serialize_npy(qs::make_npy(qs::DType::F32, {4, 4}, x.data()))},
+                            {"notes.txt", std::vector<uint8_t>(note.begin(), note.end())}});
+  } else if (a.size() == 2 && a[0] == "npz-notes") {  // no .npy member at all: a zip of notes
+    const std::string t = "not a tensor\n";
+    write_stored_zip(a[1], {{"README.txt", std::vector<uint8_t>(t.begin(), t.end())},
+                            {"notes/", {}},
+                            {"w.bin", std::vector<uint8_t>(16, 1)}});
   } else if (a.size() == 3 && a[0] == "npy") {
     if (a[2] == "big64") {
       std::vector<double> x{1e300, -1e300, 1.0, 0.5, 3e38, -2.5, 1e39, 0.0};
