@@ -8,6 +8,7 @@
 
 #include "test_rng.h"
 #include "format/quantize.h"
+#include "quant/scale_rule.h"
 #include "quant/scheme.h"
 
 #include <QTest>
@@ -419,6 +420,10 @@ void TestErrorView::gridOverlay_data() {
   QTest::newRow("mx largest") << "e2m1fn/block:32:e8m0fnu" << 0 << "block ";
   QTest::newRow("mx median") << "e2m1fn/block:32:e8m0fnu" << 1 << "block ";
   QTest::newRow("uint8/block:64 median") << "uint8/block:64" << 1 << "block ";
+  QTest::newRow("uint4/channel:0 median") << "uint4/channel:0" << 1 << "channel ";
+  QTest::newRow("nvfp4 largest") << "e2m1fn/block:16:e4m3fn" << 0 << "block ";
+  QTest::newRow("nvfp4 median") << "e2m1fn/block:16:e4m3fn" << 1 << "block ";
+  QTest::newRow("e4m3fn/block:32 median") << "e4m3fn/block:32" << 1 << "block ";
   QTest::newRow("e3m2fn/none") << "e3m2fn/none" << 0 << "no scale";
 }
 
@@ -454,6 +459,21 @@ void TestErrorView::gridOverlay() {
   }
   const std::set<double> grid(v.grid.values.begin(), v.grid.values.end());
   for (std::size_t i : members) QVERIFY2(grid.count(double(q[i])), qPrintable(QString::number(q[i], 'g', 9)));
+  // The grid's scale and zero point are the scheme's rule (scale_rule.h, the one apply_scheme uses) applied
+  // to the picked group's statistics.
+  qs::GroupStats st;
+  bool any = false;
+  for (std::size_t i : members) {
+    if (!std::isfinite(x[i])) continue;
+    st.lo = any ? std::min(st.lo, double(x[i])) : x[i];
+    st.hi = any ? std::max(st.hi, double(x[i])) : x[i];
+    any = true;
+  }
+  st.amax = std::max(std::fabs(st.lo), std::fabs(st.hi));
+  const qs::GroupScale want =
+      qs::group_scale(qs::scale_rule_params(s), st, v.out.tensor_scale, qs::scale_format_round(s));
+  QCOMPARE(std::bit_cast<uint32_t>(v.grid.scale), std::bit_cast<uint32_t>(want.scale));
+  QCOMPARE(v.grid.zero_point, want.zero_point);
   // Largest: no group has a larger amax; so the grid spans the value axis.
   if (which == 0 && v.grid.groups > 1) {
     double amax = 0;

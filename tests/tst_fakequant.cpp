@@ -54,6 +54,7 @@ class tst_FakeQuant : public QObject {
   void clipMaskAndCodes_data();
   void clipMaskAndCodes();
   void delayedScaling();
+  void twoLevelBlockUnderflowIsZero();
   void stochasticRounding();
   void steBackward();
   void errors();
@@ -175,6 +176,34 @@ void tst_FakeQuant::delayedScaling() {
   // The history is 4 long: after four small calls the 8 is forgotten.
   for (int i = 0; i < 4; ++i) fq.apply(x.data(), 1, 4, y.data());
   QCOMPARE(fq.tensor_scale(0.0), qs::amax_scale(s.format, 2.0));
+}
+
+// A two-level (NVFP4) block scale that rounds to 0 (scale_is_usable false): FakeQuant writes the block as zeros,
+// codes 0 and nothing clipped, counting its non-zero inputs as underflow, as apply_scheme does.
+void tst_FakeQuant::twoLevelBlockUnderflowIsZero() {
+  const qs::Scheme s = qs::parse_scheme("e2m1fn/block:16:e4m3fn");
+  QCOMPARE(int(s.rule), int(qs::ScaleRule::TwoLevel));
+  std::vector<float> x(32, 0.0f);
+  x[0] = 2688.0f;                                         // ts = 2688 / (448 * 6) = 1
+  for (int i = 16; i < 32; ++i) x[std::size_t(i)] = (i % 2 ? 1e-6f : -2e-6f);  // want ~ 3e-7: sb rounds to 0
+  x[20] = 0.0f;
+  std::vector<float> ref(x.size()), got(x.size());
+  std::vector<uint16_t> codes(x.size(), 0xffff);
+  std::vector<uint8_t> clipped(x.size(), 0xff);
+  const qs::SchemeOutput out = qs::apply_scheme(s, x.data(), {1, 32}, ref.data());
+  QCOMPARE(out.tensor_scale, 1.0f);
+  qs::FakeQuant fq(s);
+  const qs::FakeQuantResult r = fq.apply(x.data(), 1, 32, got.data(), codes.data(), clipped.data());
+  std::string where;
+  QVERIFY2(same_bits(ref, got, &where), where.c_str());
+  for (std::size_t i = 16; i < 32; ++i) {
+    QCOMPARE(got[i], 0.0f);
+    QCOMPARE(codes[i], uint16_t(0));
+    QCOMPARE(clipped[i], uint8_t(0));
+  }
+  QCOMPARE(r.stats.underflow, out.stats.underflow);
+  QCOMPARE(r.stats.underflow, uint64_t(15));  // the block's 15 non-zero inputs
+  QCOMPARE(r.clipped, uint64_t(0));
 }
 
 void tst_FakeQuant::stochasticRounding() {

@@ -6,7 +6,9 @@
 
 #include "test_rng.h"
 #include "format/rng.h"
+#include "format/quantize.h"
 #include "quant/metrics.h"
+#include "quant/scale_rule.h"
 #include "quant/scheme.h"
 
 #include <QTest>
@@ -300,6 +302,11 @@ class tst_Scheme : public QObject {
   void amaxScale();
   void mxScale_data();
   void mxScale();
+  void ruleResolvedAtParse_data();
+  void ruleResolvedAtParse();
+  void groupScale_data();
+  void groupScale();
+  void groupScaleAffineMatchesAffineParams();
   void matchesOracle_data();
   void matchesOracle();
   void threadsAgree_data();
@@ -517,6 +524,159 @@ void tst_Scheme::mxScale() {
   QCOMPARE(qs::mx_scale(f, 0.0), 1.0f);
   QCOMPARE(qs::mx_scale(f, double(NAN)), 1.0f);
   QCOMPARE(qs::mx_scale(f, double(INFINITY)), 1.0f);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The one scale rule (quant/scale_rule.h)
+
+void tst_Scheme::ruleResolvedAtParse_data() {
+  QTest::addColumn<QString>("text");
+  QTest::addColumn<int>("rule");
+  auto row = [](const char* t, qs::ScaleRule r) { QTest::newRow(t) << QString(t) << int(r); };
+  row("e4m3fn", qs::ScaleRule::Amax);
+  row("e4m3fn/tensor", qs::ScaleRule::Amax);
+  row("int8/channel:0", qs::ScaleRule::Amax);
+  row("e4m3fn/block:32", qs::ScaleRule::Amax);
+  row("e4m3fn/block:32:fp32", qs::ScaleRule::Amax);
+  row("e2m1fn/block:32:e8m0fnu", qs::ScaleRule::MxE8m0);
+  row("e2m1fn/BLOCK:32:E8M0FNU", qs::ScaleRule::MxE8m0);
+  row("e5m2/block:5:e8m0fnu", qs::ScaleRule::MxE8m0);
+  row("e2m1fn/block:16:e4m3fn", qs::ScaleRule::TwoLevel);
+  row("e2m1fn/block:16:e5m2", qs::ScaleRule::TwoLevel);
+  row("int4/block:32:e4m3fn", qs::ScaleRule::TwoLevel);
+  row("uint8/tensor", qs::ScaleRule::Affine);
+  row("uint4/channel:1", qs::ScaleRule::Affine);
+  row("uint8/block:16", qs::ScaleRule::Affine);
+  row("e4m3fn/none", qs::ScaleRule::None);
+  row("int8/none", qs::ScaleRule::None);
+}
+
+// parse_scheme decides the rule once, from the formats' properties; the appliers only read it.
+void tst_Scheme::ruleResolvedAtParse() {
+  QFETCH(QString, text);
+  QFETCH(int, rule);
+  const qs::Scheme s = qs::parse_scheme(text.toStdString());
+  QCOMPARE(int(s.rule), rule);
+  QCOMPARE(int(qs::scale_rule_params(s).rule), rule);
+  // Only E8M0 among the named formats takes the MX rule as a block-scale format.
+  for (const qs::Format& f : qs::named_formats()) QCOMPARE(qs::is_e8m0_scale_format(f), f.name == "e8m0fnu");
+  if (s.scale_format) QCOMPARE(qs::is_e8m0_scale_format(*s.scale_format), s.rule == qs::ScaleRule::MxE8m0);
+}
+
+void tst_Scheme::groupScale_data() {
+  QTest::addColumn<int>("rule");
+  QTest::addColumn<QString>("element");
+  QTest::addColumn<QString>("scaleFormat");  // TwoLevel only
+  QTest::addColumn<double>("amax");
+  QTest::addColumn<double>("lo");
+  QTest::addColumn<double>("hi");
+  QTest::addColumn<float>("tensorScale");
+  QTest::addColumn<float>("scale");          // expected, compared bit for bit
+  QTest::addColumn<int>("zeroPoint");
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const double denormMin = double(std::numeric_limits<float>::denorm_min());
+  auto row = [](const char* name, qs::ScaleRule r, const char* el, const char* sf, double amax, double lo, double hi,
+                float ts, float scale, int zp) {
+    QTest::newRow(name) << int(r) << QString(el) << QString(sf) << amax << lo << hi << ts << scale << zp;
+  };
+  using R = qs::ScaleRule;
+  // Amax: amax / max_finite in float32, FLT_MIN at least, 1 when amax is not positive and finite.
+  row("amax/e4m3fn/max", R::Amax, "e4m3fn", "", 448.0, 0, 0, 1.0f, 1.0f, 0);
+  row("amax/int8/127", R::Amax, "int8", "", 127.0, 0, 0, 1.0f, 1.0f, 0);
+  row("amax/int8/1", R::Amax, "int8", "", 1.0, 0, 0, 1.0f, 1.0f / 127.0f, 0);
+  row("amax/zero", R::Amax, "e4m3fn", "", 0.0, 0, 0, 1.0f, 1.0f, 0);
+  row("amax/negative", R::Amax, "e4m3fn", "", -3.0, 0, 0, 1.0f, 1.0f, 0);
+  row("amax/nan", R::Amax, "e4m3fn", "", nan, 0, 0, 1.0f, 1.0f, 0);
+  row("amax/inf", R::Amax, "e4m3fn", "", inf, 0, 0, 1.0f, 1.0f, 0);
+  row("amax/denorm_min", R::Amax, "e4m3fn", "", denormMin, 0, 0, 1.0f, FLT_MIN, 0);
+  row("amax/subnormal", R::Amax, "int8", "", 1e-40, 0, 0, 1.0f, FLT_MIN, 0);
+  row("amax/bf16/small", R::Amax, "bf16", "", 3.0, 0, 0, 1.0f, FLT_MIN, 0);
+  // MxE8m0: 2^(floor(log2 amax) - floor(log2 max_finite)), exponent in [-127, 127].
+  row("mx/e2m1fn/6", R::MxE8m0, "e2m1fn", "", 6.0, 0, 0, 1.0f, 1.0f, 0);
+  row("mx/e2m1fn/8", R::MxE8m0, "e2m1fn", "", 8.0, 0, 0, 1.0f, 2.0f, 0);
+  row("mx/zero", R::MxE8m0, "e2m1fn", "", 0.0, 0, 0, 1.0f, 1.0f, 0);
+  row("mx/nan", R::MxE8m0, "e2m1fn", "", nan, 0, 0, 1.0f, 1.0f, 0);
+  row("mx/inf", R::MxE8m0, "e2m1fn", "", inf, 0, 0, 1.0f, 1.0f, 0);
+  row("mx/denorm_min", R::MxE8m0, "e2m1fn", "", denormMin, 0, 0, 1.0f, std::ldexp(1.0f, -127), 0);
+  row("mx/flt_max", R::MxE8m0, "e2m1fn", "", double(FLT_MAX), 0, 0, 1.0f, std::ldexp(1.0f, 125), 0);
+  row("mx/clamp_high", R::MxE8m0, "e2m1fn", "", 0x1p200, 0, 0, 1.0f, std::ldexp(1.0f, 127), 0);
+  // TwoLevel under ts = 1 (tensor amax 2688 = 448 * 6): sb = amax / 6 rounded into e4m3fn, s = sb * ts.
+  row("two_level/top", R::TwoLevel, "e2m1fn", "e4m3fn", 2688.0, 0, 0, 1.0f, 448.0f, 0);
+  row("two_level/one", R::TwoLevel, "e2m1fn", "e4m3fn", 6.0, 0, 0, 1.0f, 1.0f, 0);
+  row("two_level/rounds", R::TwoLevel, "e2m1fn", "e4m3fn", 6.0 * 1.0625, 0, 0, 1.0f, 1.0f, 0);  // tie to even
+  row("two_level/saturates", R::TwoLevel, "e2m1fn", "e4m3fn", 1e6, 0, 0, 1.0f, 448.0f, 0);
+  row("two_level/ts", R::TwoLevel, "e2m1fn", "e4m3fn", 6.0, 0, 0, 0.5f, 1.0f, 0);              // sb = 2
+  row("two_level/underflow", R::TwoLevel, "e2m1fn", "e4m3fn", 1e-6, 0, 0, 1.0f, 0.0f, 0);      // sb = 0: zeros
+  row("two_level/zero", R::TwoLevel, "e2m1fn", "e4m3fn", 0.0, 0, 0, 1.0f, 1.0f, 0);
+  row("two_level/nan", R::TwoLevel, "e2m1fn", "e4m3fn", nan, 0, 0, 1.0f, 1.0f, 0);
+  row("two_level/inf", R::TwoLevel, "e2m1fn", "e4m3fn", inf, 0, 0, 1.0f, 1.0f, 0);
+  // Affine (uint8, qmax 255): s = (max(hi, 0) - min(lo, 0)) / 255, at least FLT_EPSILON; zp = clamp(-rint(lo / s)).
+  row("affine/mixed", R::Affine, "uint8", "", 3.0, -1.0, 3.0, 1.0f, 4.0f / 255.0f, 64);
+  row("affine/positive", R::Affine, "uint8", "", 5.0, 2.0, 5.0, 1.0f, 5.0f / 255.0f, 0);
+  row("affine/negative", R::Affine, "uint8", "", 5.0, -5.0, -2.0, 1.0f, 5.0f / 255.0f, 255);
+  row("affine/empty", R::Affine, "uint8", "", 0.0, 0.0, 0.0, 1.0f, FLT_EPSILON, 0);
+  row("affine/uint4", R::Affine, "uint4", "", 1.0, -1.0, 0.5, 1.0f, 1.5f / 15.0f, 10);
+  // None: 1 whatever the data.
+  row("none/any", R::None, "e4m3fn", "", 1e6, 0, 0, 1.0f, 1.0f, 0);
+  row("none/inf", R::None, "e4m3fn", "", inf, 0, 0, 1.0f, 1.0f, 0);
+  // Int8Symmetric127 (the int8 GEMM convention): max(amax / 127, 1e-8), so amax 0 gives 1e-8.
+  row("int8_127/127", R::Int8Symmetric127, "int8", "", 127.0, 0, 0, 1.0f, 1.0f, 0);
+  row("int8_127/zero", R::Int8Symmetric127, "int8", "", 0.0, 0, 0, 1.0f, 1e-8f, 0);
+  row("int8_127/tiny", R::Int8Symmetric127, "int8", "", 1e-7, 0, 0, 1.0f, 1e-8f, 0);
+  row("int8_127/1", R::Int8Symmetric127, "int8", "", 1.0, 0, 0, 1.0f, 1.0f / 127.0f, 0);
+}
+
+// The documented scales at the edges: zero, subnormal, inf and NaN statistics, saturation, underflow.
+void tst_Scheme::groupScale() {
+  QFETCH(int, rule);
+  QFETCH(QString, element);
+  QFETCH(QString, scaleFormat);
+  QFETCH(double, amax);
+  QFETCH(double, lo);
+  QFETCH(double, hi);
+  QFETCH(float, tensorScale);
+  QFETCH(float, scale);
+  QFETCH(int, zeroPoint);
+  const qs::Format f = qs::parse_format(element.toStdString());
+  std::optional<qs::Format> sf;
+  if (!scaleFormat.isEmpty()) sf = qs::parse_format(scaleFormat.toStdString());
+  const qs::ScaleRuleParams p = qs::scale_rule_params(qs::ScaleRule(rule), f, sf ? &*sf : nullptr);
+  const qs::GroupScale g = qs::group_scale(p, qs::GroupStats{amax, lo, hi}, tensorScale, qs::ScaleFormatRound{sf ? &*sf : nullptr});
+  QCOMPARE(bitsOf(g.scale), bitsOf(scale));
+  QCOMPARE(g.zero_point, zeroPoint);
+  QCOMPARE(qs::scale_is_usable(g.scale), scale > 0);
+  // The short form agrees for every rule but TwoLevel, and the named wrappers with their rules.
+  if (qs::ScaleRule(rule) != qs::ScaleRule::TwoLevel) QCOMPARE(bitsOf(qs::group_scale(p, {amax, lo, hi}).scale), bitsOf(scale));
+  if (qs::ScaleRule(rule) == qs::ScaleRule::Amax) QCOMPARE(bitsOf(qs::amax_scale(f, amax)), bitsOf(scale));
+  if (qs::ScaleRule(rule) == qs::ScaleRule::MxE8m0) QCOMPARE(bitsOf(qs::mx_scale(f, amax)), bitsOf(scale));
+  if (qs::ScaleRule(rule) == qs::ScaleRule::Int8Symmetric127)
+    QCOMPARE(bitsOf(qs::int8_symmetric127_scale(float(amax))), bitsOf(scale));
+}
+
+// group_scale's Affine case and format/quantize.h's affine_params (the whole-tensor quantizer's copy of the
+// PyTorch MinMax rule) agree bit for bit, on seeded ranges and on the edges (-0, empty, one-sided, huge).
+void tst_Scheme::groupScaleAffineMatchesAffineParams() {
+  Rng rng{kDataSeed};
+  std::vector<std::pair<double, double>> ranges = {
+      {0.0, 0.0}, {-0.0, -0.0}, {-0.0, 0.0}, {1.0, 2.0}, {-2.0, -1.0}, {-1e-30, 1e-30}, {-double(FLT_MAX), double(FLT_MAX)},
+      {-double(FLT_MAX), 0.0}, {0.0, double(FLT_MAX)}, {-1e-45, 0.0}, {-3.0, 1e-7}};
+  for (int i = 0; i < 2000; ++i) {
+    const double a = double(float(rng.normal() * std::ldexp(1.0, int(rng.next() % 40) - 20)));
+    const double b = double(float(rng.normal() * std::ldexp(1.0, int(rng.next() % 40) - 20)));
+    ranges.emplace_back(std::min(a, b), std::max(a, b));
+  }
+  for (const char* spec : {"uint8", "uint4"}) {
+    const qs::Format f = qs::parse_format(spec);
+    const qs::ScaleRuleParams p = qs::scale_rule_params(qs::ScaleRule::Affine, f);
+    for (const auto& [lo, hi] : ranges) {
+      float s;
+      int32_t zp;
+      qs::affine_params(f, lo, hi, s, zp);
+      const qs::GroupScale g = qs::group_scale(p, {std::max(std::fabs(lo), std::fabs(hi)), lo, hi});
+      QVERIFY2(bitsOf(g.scale) == bitsOf(s) && g.zero_point == zp,
+               qPrintable(QStringLiteral("%1 [%2, %3]").arg(spec).arg(lo, 0, 'g', 17).arg(hi, 0, 'g', 17)));
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
-// CUDA per-group fake quantization: group amax (atomic max of non-negative float bits) -> group scale
-// (amax_scale, the MX rule or two-level NVFP4 scales, as in quant/scheme.cpp) -> element kernel running
-// encode_bits with the group's scale; unsigned affine integers: group min / max -> scale and zero point ->
-// affine codes -> host entry that validates the scheme and copies in and out.
+// CUDA per-group fake quantization: group statistics (amax by atomic max of non-negative float bits; min /
+// max keys for unsigned affine integers) -> group scale and zero point by the scheme's rule (group_scale of
+// quant/scale_rule.h, the function apply_scheme calls) -> element kernel running encode_bits (or the affine
+// codes) with the group's scale -> host entry that validates the scheme and copies in and out.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include "format/encode_bits.h"
 #include "format/format.h"
 #include "format/rng.h"
+#include "quant/scale_rule.h"
 
 namespace qs::cuda {
 
@@ -43,24 +44,6 @@ __global__ void group_amax_kernel(const float* __restrict__ x, uint64_t n, Group
   }
 }
 
-__global__ void group_scale_kernel(const unsigned int* amax_bits, uint64_t groups, bool mx, float max_finite,
-                                   int emax_elem, float* scales) {
-  for (uint64_t k = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < groups; k += uint64_t(gridDim.x) * blockDim.x) {
-    const float amax = __uint_as_float(amax_bits[k]);
-    float s = 1.0f;
-    if (amax > 0.0f) {
-      if (mx) {
-        int ex;
-        frexpf(amax, &ex);
-        s = ldexpf(1.0f, max(-127, min(127, (ex - 1) - emax_elem)));
-      } else {
-        s = fmaxf(amax / max_finite, FLT_MIN);
-      }
-    }
-    scales[k] = s;
-  }
-}
-
 struct Counts {
   unsigned long long overflow, underflow, nan;
 };
@@ -71,7 +54,7 @@ __global__ void group_quant_kernel(KernelParams p, const float* __restrict__ x, 
   for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
     KernelParams q = p;
     q.scale = scales[g.group(i)];
-    if (!(q.scale > 0.0f) || isinf(q.scale)) {  // a two-level block scale that underflowed: zeros
+    if (!scale_is_usable(q.scale)) {  // a two-level block scale that underflowed: zeros
       if (isnan(x[i])) ++c.nan;
       else if (x[i] != 0.0f) ++c.underflow;
       y[i] = 0.0f;
@@ -93,40 +76,29 @@ __global__ void group_quant_kernel(KernelParams p, const float* __restrict__ x, 
   }
 }
 
-// Two-level block scales (NVFP4: e4m3fn block scales under an fp32 tensor scale). The block scale is
-// the scale format's encoding of want = amax / (max_finite * ts), decided on the double value as
-// encode_ref does: the host passes the format's non-negative grid, the midpoints between neighbours and
+// Two-level block scales (NVFP4: e4m3fn block scales under an fp32 tensor scale) round
+// want = amax / (max_finite * ts) into the scale format as the host's round_nearest_saturate does, decided
+// on the double value: the host passes the format's non-negative grid, the midpoints between neighbours and
 // whether encode_ref sends each exact midpoint up, so the device reproduces it with a binary search.
 struct ScaleGrid {
   const double* value = nullptr;  // ascending, npts values
   const double* mid = nullptr;    // npts - 1 midpoints
   const uint8_t* tie_up = nullptr;
   int npts = 0;
-};
-
-__global__ void two_level_scale_kernel(const unsigned int* amax_bits, uint64_t groups, double denom, float ts,
-                                       ScaleGrid grid, float* scales) {
-  for (uint64_t k = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < groups; k += uint64_t(gridDim.x) * blockDim.x) {
-    const float amax = __uint_as_float(amax_bits[k]);
-    if (!(amax > 0.0f)) {
-      scales[k] = 1.0f;
-      continue;
-    }
-    const double want = double(amax) / denom;
-    int lo = 0, hi = grid.npts - 1;  // first point whose upper midpoint is not passed by want; saturates at the top
+  __device__ double operator()(double want) const {
+    int lo = 0, hi = npts - 1;  // first point whose upper midpoint is not passed by want; saturates at the top
     while (lo < hi) {
       const int m = (lo + hi) / 2;
-      const bool up = want > grid.mid[m] || (want == grid.mid[m] && grid.tie_up[m]);
+      const bool up = want > mid[m] || (want == mid[m] && tie_up[m]);
       if (up) lo = m + 1;
       else hi = m;
     }
-    scales[k] = __fmul_rn(float(grid.value[lo]), ts);  // 0 when the block scale underflows: zeros below
+    return value[lo];
   }
-}
+};
 
-// Unsigned affine integers (uint8, uint4): per group the finite min and max (as order-preserving integer
-// keys, so atomics can take them), then s and the zero point by affine_params' float32 rule, then the codes
-// by encode_affine_f32's rule.
+// Unsigned affine integers (uint8, uint4) take per group the finite min and max, as order-preserving integer
+// keys so that atomics can take them; the other rules the amax.
 __device__ __forceinline__ int order_key(float f) {
   const int b = __float_as_int(f);
   return b >= 0 ? b : b ^ 0x7FFFFFFF;
@@ -144,18 +116,23 @@ __global__ void group_minmax_kernel(const float* __restrict__ x, uint64_t n, Gro
   }
 }
 
-__global__ void affine_params_kernel(const int* lo_key, const int* hi_key, uint64_t groups, float qmax, float* scales,
-                                     int* zero_points) {
+// Each group's scale (and zero point, Affine) by the scheme's rule. amax_bits for every rule but Affine,
+// lo_key / hi_key and zero_points for Affine; ts and grid for TwoLevel.
+__global__ void group_scale_kernel(ScaleRuleParams rule, const unsigned int* amax_bits, const int* lo_key,
+                                   const int* hi_key, uint64_t groups, float ts, ScaleGrid grid, float* scales,
+                                   int* zero_points) {
   for (uint64_t k = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < groups; k += uint64_t(gridDim.x) * blockDim.x) {
-    const bool any = lo_key[k] <= hi_key[k];
-    float lo = any ? key_value(lo_key[k]) : 0.0f, hi = any ? key_value(hi_key[k]) : 0.0f;
-    lo = 0.0f < lo ? 0.0f : lo;  // std::min(lo, 0.0f)
-    hi = hi < 0.0f ? 0.0f : hi;  // std::max(hi, 0.0f)
-    float sc = __fdiv_rn(__fsub_rn(hi, lo), qmax);
-    sc = sc < FLT_EPSILON ? FLT_EPSILON : sc;
-    const float z = __fsub_rn(0.0f, rintf(__fdiv_rn(lo, sc)));
-    scales[k] = sc;
-    zero_points[k] = int(fminf(fmaxf(z, 0.0f), qmax));
+    GroupStats st;
+    if (rule.rule == ScaleRule::Affine) {
+      const bool any = lo_key[k] <= hi_key[k];
+      st.lo = any ? key_value(lo_key[k]) : 0.0f;
+      st.hi = any ? key_value(hi_key[k]) : 0.0f;
+    } else {
+      st.amax = __uint_as_float(amax_bits[k]);
+    }
+    const GroupScale gs = group_scale(rule, st, ts, grid);
+    scales[k] = gs.scale;
+    if (zero_points) zero_points[k] = gs.zero_point;
   }
 }
 
@@ -210,19 +187,46 @@ __global__ void affine_quant_kernel(const float* __restrict__ x, float* __restri
   warp_add_counts(c, counts);
 }
 
-int floor_log2(double v) {
-  int ex;
-  std::frexp(v, &ex);
-  return ex - 1;
-}
+// The scale format's rounding as a device table (see ScaleGrid): its non-negative finite values, the
+// midpoints between neighbours and whether encode_ref sends each exact midpoint up.
+struct ScaleGridBuffers {
+  std::vector<double> vals, mids;
+  std::vector<uint8_t> up;
+  DeviceBuffer<double> dv, dm;
+  DeviceBuffer<uint8_t> du;
+  static std::vector<double> values_of(const Format& sf) {
+    std::vector<double> vals;
+    for (uint32_t c = 0; c < (1u << sf.bits); ++c) {
+      const double v = decode_ref(sf, c);
+      if (std::isfinite(v) && v >= 0 && !std::signbit(v)) vals.push_back(v);
+    }
+    std::sort(vals.begin(), vals.end());
+    vals.erase(std::unique(vals.begin(), vals.end()), vals.end());
+    return vals;
+  }
+  explicit ScaleGridBuffers(const Format& sf)
+      : vals(values_of(sf)), mids(vals.size() > 1 ? vals.size() - 1 : 0), up(mids.size()), dv(vals.size()),
+        dm(mids.size()), du(up.size()) {
+    for (std::size_t k = 0; k < mids.size(); ++k) {
+      mids[k] = (vals[k] + vals[k + 1]) / 2;  // exact: both have few significant bits
+      up[k] = decode_ref(sf, encode_ref(sf, mids[k], Rounding::Nearest, Overflow::Saturate, 0)) == vals[k + 1];
+    }
+    check(cudaMemcpy(dv.ptr, vals.data(), vals.size() * 8, cudaMemcpyHostToDevice), "copy to device");
+    if (!mids.empty()) {
+      check(cudaMemcpy(dm.ptr, mids.data(), mids.size() * 8, cudaMemcpyHostToDevice), "copy to device");
+      check(cudaMemcpy(du.ptr, up.data(), up.size(), cudaMemcpyHostToDevice), "copy to device");
+    }
+  }
+  ScaleGrid grid() const { return ScaleGrid{dv.ptr, dm.ptr, du.ptr, int(vals.size())}; }
+};
 
 }  // namespace
 
 SchemeOutput apply_scheme_cuda(const Scheme& s, const float* x, const std::vector<int64_t>& shape, float* y) {
-  const bool mx = s.scale_format && s.scale_format->name == "e8m0fnu";
-  const bool two_level = s.scale_format && !mx;
-  const bool affine = s.format.is_int() && !s.format.is_signed;
-  if (s.granularity == Granularity::None)
+  // The rule of the scheme for every group, a 0-d tensor included (on the CPU, a 0-d tensor under a block
+  // scheme takes the amax rule: see apply_scheme).
+  const ScaleRuleParams rule = scale_rule_params(s);
+  if (rule.rule == ScaleRule::None)
     throw std::runtime_error("scheme " + s.text + " is not supported on CUDA yet (CPU only)");
   uint64_t n = 1;
   for (int64_t d : shape) n *= uint64_t(d);
@@ -257,13 +261,13 @@ SchemeOutput apply_scheme_cuda(const Scheme& s, const float* x, const std::vecto
   const int blocks = int(std::min<uint64_t>((n + threads - 1) / threads, 4096));
   const int gblocks = int(std::min<uint64_t>((groups + 255) / 256, 4096));
 
-  if (affine) {
+  if (rule.rule == ScaleRule::Affine) {
     DeviceBuffer<int> dlo(groups), dhi(groups), dzp(groups);
     std::vector<int> lo(groups, INT32_MAX), hi(groups, INT32_MIN);  // empty: lo > hi
     check(cudaMemcpy(dlo.ptr, lo.data(), groups * 4, cudaMemcpyHostToDevice), "copy to device");
     check(cudaMemcpy(dhi.ptr, hi.data(), groups * 4, cudaMemcpyHostToDevice), "copy to device");
     group_minmax_kernel<<<blocks, threads>>>(dx.ptr, n, g, dlo.ptr, dhi.ptr);
-    affine_params_kernel<<<gblocks, 256>>>(dlo.ptr, dhi.ptr, groups, float(s.format.max_finite), ds.ptr, dzp.ptr);
+    group_scale_kernel<<<gblocks, 256>>>(rule, nullptr, dlo.ptr, dhi.ptr, groups, 1.0f, ScaleGrid{}, ds.ptr, dzp.ptr);
     affine_quant_kernel<<<blocks, threads>>>(dx.ptr, dy.ptr, n, g, ds.ptr, dzp.ptr, s.format.max_finite,
                                              s.options.rounding == Rounding::Stochastic, s.options.seed, dc.ptr);
     check(cudaGetLastError(), "kernel launch");
@@ -284,7 +288,7 @@ SchemeOutput apply_scheme_cuda(const Scheme& s, const float* x, const std::vecto
     check(cudaMemset(da.ptr, 0, groups * 4), "memset");
     group_amax_kernel<<<blocks, threads>>>(dx.ptr, n, g, da.ptr);
     std::vector<unsigned int> am(groups);
-    if (two_level) {
+    if (rule.rule == ScaleRule::TwoLevel) {
       // The fp32 tensor scale from the tensor's amax (the largest block amax), exactly as apply_scheme.
       check(cudaMemcpy(am.data(), da.ptr, groups * 4, cudaMemcpyDeviceToHost), "copy back");
       float t_amax = 0.0f;
@@ -293,38 +297,15 @@ SchemeOutput apply_scheme_cuda(const Scheme& s, const float* x, const std::vecto
         std::memcpy(&f, &b, 4);
         t_amax = std::max(t_amax, f);
       }
-      const Format& sf = *s.scale_format;
-      out.tensor_scale = t_amax > 0 ? std::max(t_amax / static_cast<float>(sf.max_finite * s.format.max_finite), FLT_MIN)
-                                    : 1.0f;
-      std::vector<double> vals;
-      for (uint32_t c = 0; c < (1u << sf.bits); ++c) {
-        const double v = decode_ref(sf, c);
-        if (std::isfinite(v) && v >= 0 && !std::signbit(v)) vals.push_back(v);
-      }
-      std::sort(vals.begin(), vals.end());
-      vals.erase(std::unique(vals.begin(), vals.end()), vals.end());
-      std::vector<double> mids(vals.size() > 1 ? vals.size() - 1 : 0);
-      std::vector<uint8_t> up(mids.size());
-      for (std::size_t k = 0; k < mids.size(); ++k) {
-        mids[k] = (vals[k] + vals[k + 1]) / 2;  // exact: both have few significant bits
-        up[k] = decode_ref(sf, encode_ref(sf, mids[k], Rounding::Nearest, Overflow::Saturate, 0)) == vals[k + 1];
-      }
-      DeviceBuffer<double> dv(vals.size()), dm(mids.size());
-      DeviceBuffer<uint8_t> du(up.size());
-      check(cudaMemcpy(dv.ptr, vals.data(), vals.size() * 8, cudaMemcpyHostToDevice), "copy to device");
-      if (!mids.empty()) {
-        check(cudaMemcpy(dm.ptr, mids.data(), mids.size() * 8, cudaMemcpyHostToDevice), "copy to device");
-        check(cudaMemcpy(du.ptr, up.data(), up.size(), cudaMemcpyHostToDevice), "copy to device");
-      }
-      ScaleGrid sg{dv.ptr, dm.ptr, du.ptr, int(vals.size())};
-      two_level_scale_kernel<<<gblocks, 256>>>(da.ptr, groups, s.format.max_finite * double(out.tensor_scale),
-                                               out.tensor_scale, sg, ds.ptr);
+      out.tensor_scale = two_level_tensor_scale(rule, t_amax);
+      const ScaleGridBuffers sg(*s.scale_format);
+      group_scale_kernel<<<gblocks, 256>>>(rule, da.ptr, nullptr, nullptr, groups, out.tensor_scale, sg.grid(), ds.ptr,
+                                           nullptr);
       group_quant_kernel<<<blocks, threads>>>(p, dx.ptr, dy.ptr, n, g, ds.ptr, dc.ptr);
       check(cudaGetLastError(), "kernel launch");
       check(cudaDeviceSynchronize(), "two-level scheme kernels");
     } else {
-      group_scale_kernel<<<gblocks, 256>>>(da.ptr, groups, mx, static_cast<float>(s.format.max_finite),
-                                           floor_log2(s.format.max_finite), ds.ptr);
+      group_scale_kernel<<<gblocks, 256>>>(rule, da.ptr, nullptr, nullptr, groups, 1.0f, ScaleGrid{}, ds.ptr, nullptr);
       group_quant_kernel<<<blocks, threads>>>(p, dx.ptr, dy.ptr, n, g, ds.ptr, dc.ptr);
       check(cudaGetLastError(), "kernel launch");
       check(cudaDeviceSynchronize(), "scheme kernels");

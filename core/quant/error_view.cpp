@@ -1,8 +1,8 @@
 // The Error tab's numbers: apply_scheme (quantization + error sums), then one fused pass over (x, q)
 // that fills the value histogram and both error histograms, group by group so that each element is
 // classified against its own group's clip bound. The group scales are recomputed here with the
-// scheme's rules (amax_scale, mx_scale, the two-level rule, the affine rule); the pass's clipped count
-// is checked against apply_scheme's in tests/tst_error_view.cpp, which keeps the two in step.
+// scheme's rule (group_scale of quant/scale_rule.h, the function apply_scheme calls); the pass's clipped
+// count is checked against apply_scheme's in tests/tst_error_view.cpp.
 #include "quant/error_view.h"
 
 #include <algorithm>
@@ -79,8 +79,8 @@ void finish_histogram(Log2ErrorHistogram& h, const std::array<uint64_t, 2 * kErr
   h.undefined = c[kUndefined] + c[kUndefined + kErrCodes];
 }
 
-// The scale and clip bound of a group, by the scheme's rules (see GroupQuantizer in scheme.cpp).
-struct GroupScale {
+// The scale and clip bound of a group, by the scheme's rule (see GroupQuantizer in scheme.cpp).
+struct GroupView {
   float scale = 1.0f;   // the scale the encoder used
   int32_t zp = 0;
   double bound = 0;
@@ -102,32 +102,27 @@ struct MinMaxAcc {
   }
 };
 
-GroupScale group_scale(const Scheme& s, const MinMaxAcc& mm, bool mx, bool two_level, float ts) {
-  GroupScale g;
+// `rule` is the scheme's (apply_scheme's tensor path takes the amax rule for a 0-d block scheme: so does
+// the caller); ts is the two-level tensor scale apply_scheme used.
+GroupView group_view(const Scheme& s, const ScaleRuleParams& rule, const MinMaxAcc& mm, float ts) {
+  GroupView g;
   const Format& f = s.format;
-  if (s.granularity == Granularity::None) {  // a plain cast: scale 1, clipped where it overflows
+  const GroupScale gs = group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, scale_format_round(s));
+  if (rule.rule == ScaleRule::None) {  // a plain cast: scale 1, clipped where it overflows
     g.bound = clip_bound(f, 1.0f);
     g.real = true;
     return g;
   }
-  if (is_affine(f)) {
-    affine_params(f, mm.lo, mm.hi, g.scale, g.zp);
+  if (rule.rule == ScaleRule::Affine) {
+    g.scale = gs.scale;
+    g.zp = gs.zero_point;
     g.bound = std::max(std::fabs(mm.lo), std::fabs(mm.hi));
     g.real = mm.amax > 0;
     return g;
   }
-  float scale;
-  if (mx) {
-    scale = mx_scale(f, mm.amax);
-  } else if (two_level) {
-    const double want = mm.amax / (f.max_finite * double(ts));
-    const float sb = static_cast<float>(round_nearest_saturate(*s.scale_format, want));
-    scale = mm.amax > 0 ? sb * ts : 1.0f;
-  } else {
-    scale = amax_scale(f, mm.amax);
-  }
-  g.real = mm.amax > 0 && scale > 0 && std::isfinite(scale);
-  g.scale = (scale > 0 && std::isfinite(scale)) ? scale : 1.0f;  // an underflowed block is all zero
+  const bool usable = scale_is_usable(gs.scale);
+  g.real = mm.amax > 0 && usable;
+  g.scale = usable ? gs.scale : 1.0f;  // an underflowed block is all zero
   g.bound = clip_bound(f, g.scale);
   return g;
 }
@@ -151,7 +146,7 @@ struct GroupTable {
     amax.assign(n, 0.0f);
     zp.assign(affine ? n : 0, 0);
   }
-  void set(std::size_t i, const GroupScale& g, double group_amax) {
+  void set(std::size_t i, const GroupView& g, double group_amax) {
     scale[i] = g.real ? g.scale : -g.scale;
     amax[i] = static_cast<float>(group_amax);  // the amax of float data is a float
     if (!zp.empty()) zp[i] = g.zp;
@@ -308,8 +303,9 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
   const Format& f = s.format;
   const Granularity gran =
       shape.empty() || s.granularity == Granularity::None ? Granularity::Tensor : s.granularity;
-  const bool mx = s.scale_format && s.scale_format->name == "e8m0fnu";
-  const bool two_level = s.scale_format && !mx;
+  const ScaleRuleParams rule = scale_rule_params(s);
+  ScaleRuleParams tensor_rule = rule;  // one group: as apply_scheme, the amax rule even for a 0-d block scheme
+  if (rule.rule == ScaleRule::MxE8m0 || rule.rule == ScaleRule::TwoLevel) tensor_rule.rule = ScaleRule::Amax;
   const float ts = v.out.tensor_scale;
 
   Totals totals(opt.value_bins);
@@ -332,7 +328,7 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
     MinMaxAcc mm{level};
     if (is_affine(f)) mm.add(x, n);  // the zero point needs the signed range
     else mm.amax = v.out.amax, mm.any = v.out.amax > 0;
-    const GroupScale g = group_scale(s, mm, false, false, 1.0f);
+    const GroupView g = group_view(s, tensor_rule, mm, 1.0f);
     groups.resize(1, is_affine(f));
     groups.set(0, g, mm.amax);
     const double bound = g.bound;
@@ -357,7 +353,7 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
     std::vector<double> bounds(channels);
     groups.resize(channels, is_affine(f));
     for (std::size_t c = 0; c < channels; ++c) {
-      const GroupScale g = group_scale(s, mms[c], false, false, 1.0f);
+      const GroupView g = group_view(s, rule, mms[c], 1.0f);
       groups.set(c, g, mms[c].amax);
       bounds[c] = g.bound;
     }
@@ -388,7 +384,7 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
         const std::size_t off = r * L + b0, len = std::min(bl, L - b0);
         MinMaxAcc mm{level};
         mm.add(x + off, len);
-        const GroupScale g = group_scale(s, mm, mx, two_level, ts);
+        const GroupView g = group_view(s, rule, mm, ts);
         groups.set(gi, g, mm.amax);
         p.bound = g.bound;
         pass_run(x + off, y.data() + off, len, p, level, h);

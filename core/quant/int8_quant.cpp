@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "io/npy.h"
+#include "quant/scale_rule.h"
 
 namespace qs {
 
@@ -15,7 +16,6 @@ inline int8_t q8(float v, float s) {
   const float r = std::rint(v / s);
   return static_cast<int8_t>(std::clamp(r, -127.0f, 127.0f));
 }
-inline float scale_of(float amax) { return std::max(amax / 127.0f, 1e-8f); }
 
 template <typename Load>
 void quantize_impl(Load load, std::size_t rows, std::size_t cols, bool per_row, int8_t* q, float* scales) {
@@ -27,9 +27,9 @@ void quantize_impl(Load load, std::size_t rows, std::size_t cols, bool per_row, 
       if (std::isfinite(v)) row_amax[r] = std::max(row_amax[r], std::fabs(v));
     }
   for (float a : row_amax) tensor_amax = std::max(tensor_amax, a);
-  if (!per_row) scales[0] = scale_of(tensor_amax);
+  if (!per_row) scales[0] = int8_symmetric127_scale(tensor_amax);
   for (std::size_t r = 0; r < rows; ++r) {
-    const float s = per_row ? scale_of(row_amax[r]) : scales[0];
+    const float s = per_row ? int8_symmetric127_scale(row_amax[r]) : scales[0];
     if (per_row) scales[r] = s;
     for (std::size_t c = 0; c < cols; ++c) q[r * cols + c] = q8(load(r * cols + c), s);
   }

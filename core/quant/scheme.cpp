@@ -1,5 +1,5 @@
-// Schemes: parsing, the scale rules and their application per tensor, channel or block, with the
-// metrics of each group accumulated while its data is still in cache.
+// Schemes: parsing (which resolves the scale rule of scale_rule.h) and their application per tensor,
+// channel or block, with the metrics of each group accumulated while its data is still in cache.
 #include "quant/scheme.h"
 
 #include <algorithm>
@@ -25,12 +25,6 @@ bool parse_int(std::string_view s, int& out) {
 
 bool affine(const Format& f) { return f.is_int() && !f.is_signed; }
 
-int floor_log2(double v) {  // v > 0, finite
-  int ex;
-  std::frexp(v, &ex);
-  return ex - 1;
-}
-
 struct MinMax {
   double lo = 0, hi = 0, amax = 0;
   bool any = false;
@@ -45,18 +39,16 @@ struct MinMax {
   }
 };
 
-// One group: y = fake-quant(x) with one scale (or the affine rule), stats and metrics.
+// One group: y = fake-quant(x) with the group's scale (and zero point), stats and metrics.
 struct GroupQuantizer {
   const Scheme& s;
   ErrorMetrics* metrics;
-  void run(const float* x, std::size_t n, uint64_t index0, const MinMax& mm, float scale, float* y,
+  void run(const float* x, std::size_t n, uint64_t index0, const MinMax& mm, const GroupScale& g, float* y,
            EncodeStats& st, ErrorMetrics& local) const {
-    float used_scale = scale;
-    if (affine(s.format)) {
-      int32_t zp;
-      affine_params(s.format, mm.lo, mm.hi, used_scale, zp);
-      st += encode_affine_f32(s.format, s.options, x, n, index0, used_scale, zp, y);
-    } else if (!(scale > 0) || !std::isfinite(scale)) {
+    float used_scale = g.scale;
+    if (s.rule == ScaleRule::Affine) {
+      st += encode_affine_f32(s.format, s.options, x, n, index0, g.scale, g.zero_point, y);
+    } else if (!scale_is_usable(g.scale)) {
       // A two-level block scale that underflowed: the whole block is zero.
       for (std::size_t i = 0; i < n; ++i) {
         if (std::isnan(x[i])) ++st.nan;
@@ -68,14 +60,14 @@ struct GroupQuantizer {
       EncodeJob job;
       job.x = x;
       job.n = n;
-      job.scale = scale;
+      job.scale = g.scale;
       job.values = y;
       job.index0 = index0;
       st += encode_f32(s.format, s.options, job);
     }
     if (metrics) {
-      const double bound = affine(s.format) ? std::max(std::fabs(mm.lo), std::fabs(mm.hi))
-                                            : clip_bound(s.format, used_scale);
+      const double bound = s.rule == ScaleRule::Affine ? std::max(std::fabs(mm.lo), std::fabs(mm.hi))
+                                                       : clip_bound(s.format, used_scale);
       accumulate_metrics(local, x, y, n, used_scale, bound);
     }
   }
@@ -84,14 +76,15 @@ struct GroupQuantizer {
 }  // namespace
 
 float amax_scale(const Format& f, double amax) {
-  if (!(amax > 0) || !std::isfinite(amax)) return 1.0f;
-  return std::max(static_cast<float>(amax) / static_cast<float>(f.max_finite), FLT_MIN);
+  return group_scale(scale_rule_params(ScaleRule::Amax, f), GroupStats{amax}).scale;
 }
 
 float mx_scale(const Format& element, double amax) {
-  if (!(amax > 0) || !std::isfinite(amax)) return 1.0f;
-  const int e = std::clamp(floor_log2(amax) - floor_log2(element.max_finite), -127, 127);
-  return std::ldexp(1.0f, e);
+  return group_scale(scale_rule_params(ScaleRule::MxE8m0, element), GroupStats{amax}).scale;
+}
+
+ScaleRuleParams scale_rule_params(const Scheme& s) {
+  return scale_rule_params(s.rule, s.format, s.scale_format ? &*s.scale_format : nullptr);
 }
 
 Scheme parse_scheme(std::string_view text, const EncodeOptions& options) {
@@ -133,6 +126,11 @@ Scheme parse_scheme(std::string_view text, const EncodeOptions& options) {
   } else {
     fail("unknown granularity '" + gran + "' (tensor, channel:<axis>, block:<n>[:<scale format>], none)");
   }
+  // The scale rule, decided here once from the formats' properties.
+  if (s.granularity == Granularity::None) s.rule = ScaleRule::None;
+  else if (affine(s.format)) s.rule = ScaleRule::Affine;
+  else if (!s.scale_format) s.rule = ScaleRule::Amax;
+  else s.rule = is_e8m0_scale_format(*s.scale_format) ? ScaleRule::MxE8m0 : ScaleRule::TwoLevel;
   return s;
 }
 
@@ -144,6 +142,8 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
   threads = resolve_threads(threads);
   std::mutex mu;
   GroupQuantizer gq{s, metrics};
+  const ScaleRuleParams rule = scale_rule_params(s);
+  const ScaleFormatRound round = scale_format_round(s);
   auto merge = [&](const EncodeStats& st, const ErrorMetrics& local, const MinMax& mm, std::size_t groups) {
     std::lock_guard<std::mutex> lock(mu);
     out.stats += st;
@@ -164,13 +164,16 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
       mm.amax = std::max(mm.amax, local.amax);
       mm.any = true;
     });
-    const float scale = s.granularity == Granularity::None ? 1.0f : amax_scale(s.format, mm.amax);
+    // One group. A 0-d tensor under a block scheme takes the amax rule too (as it always has).
+    ScaleRuleParams tensor_rule = rule;
+    if (rule.rule == ScaleRule::MxE8m0 || rule.rule == ScaleRule::TwoLevel) tensor_rule.rule = ScaleRule::Amax;
+    const GroupScale g = group_scale(tensor_rule, GroupStats{mm.amax, mm.lo, mm.hi});
     out.cancelled = !parallel_chunks(n, std::size_t(1) << 20, threads, [&](std::size_t b, std::size_t e) {
       EncodeStats st;
       ErrorMetrics local;
       local.histograms = metrics && metrics->histograms;
       // Unsigned integers: one zero point for the whole tensor, from the tensor's min/max.
-      gq.run(x + b, e - b, b, mm, scale, y + b, st, local);
+      gq.run(x + b, e - b, b, mm, g, y + b, st, local);
       merge(st, local, MinMax{}, 0);
     }, progress);
     out.amax = mm.amax;
@@ -196,10 +199,10 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
       for (std::size_t c = cb; c < ce; ++c) {
         MinMax mm;
         for (std::size_t o = 0; o < outer; ++o) mm.add(x + (o * channels + c) * inner, inner);
-        const float scale = amax_scale(s.format, mm.amax);
+        const GroupScale g = group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi});
         for (std::size_t o = 0; o < outer; ++o) {
           const std::size_t off = (o * channels + c) * inner;
-          gq.run(x + off, inner, off, mm, scale, y + off, st, local);
+          gq.run(x + off, inner, off, mm, g, y + off, st, local);
         }
         all.amax = std::max(all.amax, mm.amax);
       }
@@ -212,16 +215,10 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
   const std::size_t L = static_cast<std::size_t>(shape.back());
   const std::size_t rows = L ? n / L : 0;
   const std::size_t bl = static_cast<std::size_t>(s.block);
-  const bool mx = s.scale_format && s.scale_format->name == "e8m0fnu";
-  const bool two_level = s.scale_format && !mx;
-  if (two_level) {
-    // NVFP4 rule: fp32 tensor scale so that the largest block scale lands on the scale format's max.
+  if (rule.rule == ScaleRule::TwoLevel) {
     MinMax t;
     t.add(x, n);
-    out.tensor_scale = t.amax > 0 ? std::max(static_cast<float>(t.amax) /
-                                                 static_cast<float>(s.scale_format->max_finite * s.format.max_finite),
-                                             FLT_MIN)
-                                  : 1.0f;
+    out.tensor_scale = two_level_tensor_scale(rule, t.amax);
   }
   const float ts = out.tensor_scale;
   out.cancelled = !parallel_chunks(rows, std::max<std::size_t>(1, (std::size_t(1) << 16) / std::max<std::size_t>(L, 1)),
@@ -236,17 +233,8 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         const std::size_t off = r * L + b0, len = std::min(bl, L - b0);
         MinMax mm;
         mm.add(x + off, len);
-        float scale;
-        if (mx) {
-          scale = mx_scale(s.format, mm.amax);
-        } else if (two_level) {
-          const double want = mm.amax / (s.format.max_finite * double(ts));
-          const float sb = static_cast<float>(round_nearest_saturate(*s.scale_format, want));
-          scale = mm.amax > 0 ? sb * ts : 1.0f;  // sb == 0: the block underflows to zero
-        } else {
-          scale = amax_scale(s.format, mm.amax);
-        }
-        gq.run(x + off, len, off, mm, scale, y + off, st, local);
+        const GroupScale g = group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
+        gq.run(x + off, len, off, mm, g, y + off, st, local);
         all.amax = std::max(all.amax, mm.amax);
         ++groups;
       }

@@ -1,6 +1,6 @@
-// FakeQuant: the scale rules of apply_scheme (scheme.cpp) for 2-D tensors, group by group through the same
-// encoder, keeping what training needs and apply_scheme does not return: codes, the clip mask, a delayed
-// scale. Unsigned integer formats go through apply_scheme itself.
+// FakeQuant: apply_scheme (scheme.cpp) for 2-D tensors, group by group with the same scale rule (group_scale
+// of quant/scale_rule.h) and encoder, keeping what training needs and apply_scheme does not return: codes,
+// the clip mask, a delayed scale. Unsigned integer formats go through apply_scheme itself.
 #include "train/fake_quant.h"
 
 #include <algorithm>
@@ -27,7 +27,7 @@ double amax_of(const float* x, std::size_t n) {
 // Encodes one contiguous group with one scale; marks and counts elements beyond scale * max finite.
 void encode_group(const Format& f, const EncodeOptions& opt, const float* x, std::size_t n, float scale,
                   uint64_t index0, float* y, uint16_t* codes, uint8_t* clipped, EncodeStats& st, uint64_t& nclip) {
-  if (!(scale > 0) || !std::isfinite(scale)) {
+  if (!scale_is_usable(scale)) {
     // A two-level block scale that underflowed: apply_scheme makes the whole block zero.
     for (std::size_t i = 0; i < n; ++i) {
       if (std::isnan(x[i])) ++st.nan;
@@ -105,7 +105,7 @@ FakeQuant::FakeQuant(Scheme scheme, ScalingMode mode, int history, int margin)
 
 float FakeQuant::tensor_scale(double amax) const {
   if (mode_ == ScalingMode::Delayed && !delayed_.history().empty()) return delayed_.scale(scheme_.format);
-  return amax_scale(scheme_.format, amax);
+  return amax_scale(scheme_.format, amax);  // ScaleRule::Amax, what a /tensor scheme of a signed format uses
 }
 
 FakeQuantResult FakeQuant::apply(const float* x, std::size_t rows, std::size_t cols, float* y, uint16_t* codes,
@@ -114,6 +114,7 @@ FakeQuantResult FakeQuant::apply(const float* x, std::size_t rows, std::size_t c
   const std::size_t n = rows * cols;
   if (n == 0) return r;
   const Format& f = scheme_.format;
+  const ScaleRuleParams rule = scale_rule_params(scheme_);
   EncodeOptions opt = scheme_.options;
   opt.seed = scheme_.options.seed + seed * 0x9e3779b97f4a7c15ULL;
 
@@ -153,7 +154,7 @@ FakeQuantResult FakeQuant::apply(const float* x, std::size_t rows, std::size_t c
         for (std::size_t i = b; i < e; ++i) {
           const std::size_t off = i * cols;
           ra[i] = amax_of(x + off, cols);
-          encode_group(f, opt, x + off, cols, amax_scale(f, ra[i]), off, y + off, codes ? codes + off : nullptr,
+          encode_group(f, opt, x + off, cols, group_scale(rule, GroupStats{ra[i]}).scale, off, y + off, codes ? codes + off : nullptr,
                        clipped ? clipped + off : nullptr, o.st, o.clipped);
         }
       });
@@ -167,7 +168,7 @@ FakeQuantResult FakeQuant::apply(const float* x, std::size_t rows, std::size_t c
         for (std::size_t c = b; c < e; ++c) {
           for (std::size_t i = 0; i < rows; ++i) col[i] = x[i * cols + c];
           ca[c] = amax_of(col.data(), rows);
-          encode_group(f, opt, col.data(), rows, amax_scale(f, ca[c]), c * rows, q.data(),
+          encode_group(f, opt, col.data(), rows, group_scale(rule, GroupStats{ca[c]}).scale, c * rows, q.data(),
                        codes ? cc.data() : nullptr, clipped ? cl.data() : nullptr, o.st, o.clipped);
           for (std::size_t i = 0; i < rows; ++i) {
             y[i * cols + c] = q[i];
@@ -180,7 +181,7 @@ FakeQuantResult FakeQuant::apply(const float* x, std::size_t rows, std::size_t c
     }
   } else if (scheme_.granularity == Granularity::None) {  // no scale: a plain cast to the format (scale 1)
     r.amax = amax_of(x, n);
-    r.scale = 1.0f;
+    r.scale = group_scale(rule, GroupStats{r.amax}).scale;  // ScaleRule::None: 1
     two_shards(pool, n, total, [&](std::size_t b, std::size_t e, ShardOut& o) {
       if (e > b)
         encode_group(f, opt, x + b, e - b, 1.0f, b, y + b, codes ? codes + b : nullptr,
@@ -188,27 +189,14 @@ FakeQuantResult FakeQuant::apply(const float* x, std::size_t rows, std::size_t c
     });
   } else {  // blocks of scheme_.block along each row
     const std::size_t bl = std::size_t(scheme_.block);
-    const bool mx = scheme_.scale_format && scheme_.scale_format->name == "e8m0fnu";
-    const bool two_level = scheme_.scale_format && !mx;
+    const ScaleFormatRound round = scale_format_round(scheme_);
     r.amax = amax_of(x, n);
-    float ts = 1.0f;
-    if (two_level && r.amax > 0)
-      ts = std::max(float(r.amax) / float(scheme_.scale_format->max_finite * f.max_finite), FLT_MIN);
+    const float ts = rule.rule == ScaleRule::TwoLevel ? two_level_tensor_scale(rule, r.amax) : 1.0f;
     two_shards(pool, rows, total, [&](std::size_t b, std::size_t e, ShardOut& o) {
       for (std::size_t i = b; i < e; ++i)
         for (std::size_t b0 = 0; b0 < cols; b0 += bl) {
           const std::size_t off = i * cols + b0, len = std::min(bl, cols - b0);
-          const double am = amax_of(x + off, len);
-          float scale;
-          if (mx) {
-            scale = mx_scale(f, am);
-          } else if (two_level) {
-            const double want = am / (f.max_finite * double(ts));
-            const float sb = float(round_nearest_saturate(*scheme_.scale_format, want));
-            scale = am > 0 ? sb * ts : 1.0f;
-          } else {
-            scale = amax_scale(f, am);
-          }
+          const float scale = group_scale(rule, GroupStats{amax_of(x + off, len)}, ts, round).scale;
           encode_group(f, opt, x + off, len, scale, off, y + off, codes ? codes + off : nullptr,
                        clipped ? clipped + off : nullptr, o.st, o.clipped);
         }
