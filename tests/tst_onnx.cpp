@@ -1,9 +1,13 @@
 // Tests for the .onnx reader (core/io/onnx_file.cpp): fixtures built with the reader's own schema
 // (onnx_min.pb.h) for raw_data and typed fields of every dtype, Constant nodes, If/Loop subgraph naming,
-// external data inside and outside the model's folder, and malformed files as data rows.
+// external data inside and outside the model's folder, and malformed files as data rows. Issue 13: every
+// low-bit type (INT4/UINT4/FLOAT4E2M1 two per byte, INT2/UINT2 four per byte, FLOAT8E8M0 and the four
+// float8s) decodes to the format definition's value of every code, from raw_data and from int32_data;
+// STRING, complex and unknown types are listed in skipped().
 // Run: cmake --build build --target tst_onnx && QT_QPA_PLATFORM=offscreen build/tests/tst_onnx
 // Real models (optional): QS_ONNX_MODELS=/path/to/folder/with/onnx/files build/tests/tst_onnx realModels
 // Fuzz seeds: QS_ONNX_FUZZ_CORPUS=tests/fuzz/corpus/onnx build/tests/tst_onnx writeFuzzCorpus
+#include "format/format.h"
 #include "io/tensor_file.h"
 
 #include <QDir>
@@ -80,6 +84,15 @@ int onnxType(qs::DType t) {
     case qs::DType::BF16: return 16;
     case qs::DType::F8E4M3: return 17;
     case qs::DType::F8E5M2: return 19;
+    case qs::DType::F8E4M3FNUZ: return 18;
+    case qs::DType::F8E5M2FNUZ: return 20;
+    case qs::DType::U4: return 21;
+    case qs::DType::I4: return 22;
+    case qs::DType::F4E2M1: return 23;
+    case qs::DType::F8E8M0: return 24;
+    case qs::DType::U2: return 25;
+    case qs::DType::I2: return 26;
+    case qs::DType::F6E2M3: case qs::DType::F6E3M2: return 0;  // no ONNX type
   }
   return 0;
 }
@@ -179,7 +192,9 @@ class tst_Onnx : public QObject {
   void typedFieldsEveryDtype();
   void constantNodes();
   void subgraphNamesAreUnique();
-  void skippedTypesAreNotListed();
+  void lowBitTypes_data();
+  void lowBitTypes();
+  void skippedTypesAreListed();
   void duplicateNamesStayReachable();
   void manyDuplicateNamesStayFast();
   void externalData();
@@ -425,7 +440,99 @@ void tst_Onnx::subgraphNamesAreUnique() {
 #endif
 }
 
-void tst_Onnx::skippedTypesAreNotListed() {
+// Every code of every low-bit ONNX type, in tensors whose element count ends inside a byte where the
+// type is packed, decodes to the type's definition: decode_ref of the format for the floats, the
+// two's-complement or unsigned value for the packed integers. Once from raw_data and once from
+// int32_data (one value per byte for packed types, per element otherwise).
+struct OnnxLowBit {
+  const char* name;
+  qs::DType dtype;
+  int onnx;
+  unsigned bits;
+  const char* format;  // nullptr: an integer type
+  bool is_signed;
+};
+const OnnxLowBit kOnnxLowBit[] = {
+    {"INT4", qs::DType::I4, 22, 4, nullptr, true},
+    {"UINT4", qs::DType::U4, 21, 4, nullptr, false},
+    {"FLOAT4E2M1", qs::DType::F4E2M1, 23, 4, "e2m1fn", true},
+    {"INT2", qs::DType::I2, 26, 2, nullptr, true},
+    {"UINT2", qs::DType::U2, 25, 2, nullptr, false},
+    {"FLOAT8E8M0", qs::DType::F8E8M0, 24, 8, "e8m0fnu", false},
+    {"FLOAT8E4M3FN", qs::DType::F8E4M3, 17, 8, "e4m3fn", true},
+    {"FLOAT8E4M3FNUZ", qs::DType::F8E4M3FNUZ, 18, 8, "e4m3fnuz", true},
+    {"FLOAT8E5M2", qs::DType::F8E5M2, 19, 8, "e5m2", true},
+    {"FLOAT8E5M2FNUZ", qs::DType::F8E5M2FNUZ, 20, 8, "e5m2fnuz", true},
+};
+
+void tst_Onnx::lowBitTypes_data() {
+  QTest::addColumn<int>("row");
+  QTest::addColumn<unsigned>("extra");
+  QTest::addColumn<bool>("typed");
+  for (int r = 0; r < int(std::size(kOnnxLowBit)); ++r)
+    for (unsigned extra : {0u, 1u, 3u})
+      for (bool typed : {false, true})
+        QTest::addRow("%s %u codes %s", kOnnxLowBit[r].name, (1u << kOnnxLowBit[r].bits) + extra,
+                      typed ? "int32_data" : "raw_data")
+            << r << extra << typed;
+}
+
+void tst_Onnx::lowBitTypes() {
+#ifdef QS_HAVE_PROTOBUF
+  QFETCH(int, row);
+  QFETCH(unsigned, extra);
+  QFETCH(bool, typed);
+  const OnnxLowBit& c = kOnnxLowBit[row];
+  const uint32_t count = 1u << c.bits;
+  std::vector<uint32_t> codes;
+  for (uint32_t i = 0; i < count + extra; ++i) codes.push_back((i * 37u + 5u) % count);
+  // Packed as onnx.proto says: the first element in the least significant bits, bit by bit here.
+  QByteArray packed(qsizetype((codes.size() * c.bits + 7) / 8), '\0');
+  for (std::size_t i = 0; i < codes.size(); ++i)
+    for (unsigned k = 0; k < c.bits; ++k)
+      if ((codes[i] >> k) & 1) {
+        const std::size_t bit = i * c.bits + k;
+        packed[qsizetype(bit / 8)] = char(uint8_t(packed[qsizetype(bit / 8)]) | (1u << (bit % 8)));
+      }
+  auto m = newModel();
+  TensorProto* t = m.mutable_graph()->add_initializer();
+  setTensor(t, "w", c.onnx, {int64_t(codes.size())});
+  if (typed)
+    for (char byte : packed) t->add_int32_data(int32_t(uint8_t(byte)));
+  else
+    t->set_raw_data(packed.constData(), std::size_t(packed.size()));
+  addRaw(m.mutable_graph(), "after", qs::DType::F32, {1}, le<float>({2.5f}));
+  auto f = qs::open_onnx_file(writeModel(dir_.filePath("lowbit.onnx"), m).toStdString());
+  QVERIFY(f->skipped().empty());
+  QCOMPARE(names(*f), QStringList({"w", "after"}));
+  const qs::TensorInfo& info = f->tensors()[0];
+  QCOMPARE(info.dtype, c.dtype);
+  QCOMPARE(info.numel(), codes.size());
+  QCOMPARE(info.nbytes(), std::size_t(packed.size()));
+  QCOMPARE(qs::dtype_is_float(info.dtype), c.format != nullptr);
+  QCOMPARE(bytesOf(*f, 0), packed);
+  std::vector<float> got(codes.size() + 1, -7.0f);
+  f->read_f32(0, got.data());
+  QCOMPARE(got.back(), -7.0f);
+  std::vector<double> wide(codes.size());
+  const qs::TensorBytes b = f->read(0);
+  qs::convert_to_f64(info.dtype, b.data, wide.size(), wide.data());
+  const std::optional<qs::Format> fmt = c.format ? std::optional(qs::parse_format(c.format)) : std::nullopt;
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    const double want = fmt ? qs::decode_ref(*fmt, codes[i])
+                            : double(c.is_signed && codes[i] >= count / 2 ? int(codes[i]) - int(count) : int(codes[i]));
+    const bool ok = std::isnan(want) ? std::isnan(got[i]) && std::isnan(wide[i])
+                                     : double(got[i]) == want && wide[i] == want &&
+                                           std::signbit(got[i]) == std::signbit(want);
+    if (!ok)
+      QFAIL(qPrintable(QString("element %1 (code 0x%2): want %3, read_f32 %4, convert_to_f64 %5")
+                           .arg(i).arg(codes[i], 0, 16).arg(want).arg(got[i]).arg(wide[i])));
+  }
+  QCOMPARE(bytesOf(*f, 1), le<float>({2.5f}));
+#endif
+}
+
+void tst_Onnx::skippedTypesAreListed() {
 #ifdef QS_HAVE_PROTOBUF
   auto m = newModel();
   auto* g = m.mutable_graph();
@@ -440,10 +547,27 @@ void tst_Onnx::skippedTypesAreNotListed() {
   TensorProto* q = g->add_initializer();
   setTensor(q, "int4", 22 /* INT4 */, {2});
   q->set_raw_data(std::string(1, '\x21'));
+  TensorProto* u = g->add_initializer();
+  setTensor(u, "future", 99, {2});
+  u->set_raw_data("ab");
+  TensorProto* z = g->add_initializer();
+  setTensor(z, "undefined", 0, {1});
   addRaw(g, "kept", qs::DType::F16, {1}, le<uint16_t>({0x3C00}));
   const QString path = writeModel(dir_.filePath("skip.onnx"), m);
   auto f = qs::open_onnx_file(path.toStdString());
-  QCOMPARE(names(*f), QStringList({"kept"}));
+  QCOMPARE(names(*f), QStringList({"int4", "kept"}));  // INT4 is read now (issue 13)
+  QStringList skipped;
+  for (const std::string& s : f->skipped()) skipped << QString::fromStdString(s);
+  QCOMPARE(skipped, QStringList({"labels: ONNX data_type STRING (text), not read",
+                                 "complex: ONNX data_type COMPLEX64 (complex), not read",
+                                 "future: unknown ONNX data_type 99 (not in onnx.proto as of IR version 12), not read",
+                                 "undefined: ONNX data_type UNDEFINED (0), not read"}));
+  // A model of nothing but such tensors still opens, with its skipped list.
+  auto m2 = newModel();
+  setTensor(m2.mutable_graph()->add_initializer(), "only", 99, {1});
+  auto f2 = qs::open_onnx_file(writeModel(dir_.filePath("only-skipped.onnx"), m2).toStdString());
+  QVERIFY(f2->tensors().empty());
+  QCOMPARE(f2->skipped().size(), std::size_t(1));
 #endif
 }
 
@@ -593,8 +717,10 @@ void tst_Onnx::badInput_data() {
   QTest::newRow("typed-count") << "typed-count" << "w: float_data holds 5 values, but dims need 6";
   QTest::newRow("typed-wrong-field") << "typed-wrong" << "w: int32_data holds 0 values, but dims need 6";
   QTest::newRow("no-data") << "no-data" << "w: float_data holds 0 values, but dims need 6";
-  QTest::newRow("unknown-dtype") << "unknown-dtype" << "w: unknown ONNX data_type 99";
-  QTest::newRow("undefined-dtype") << "undefined-dtype" << "w: unknown ONNX data_type 0";
+  QTest::newRow("int4-raw-size") << "int4-raw" << "w: raw_data holds 4 bytes, but dims × int4 need 3 (two int4 per byte)";
+  QTest::newRow("float4-odd-raw-size") << "f4-odd-raw" << "w: raw_data holds 2 bytes, but dims × float4_e2m1fn need 3 (two float4_e2m1fn per byte)";
+  QTest::newRow("int2-raw-size") << "int2-raw" << "w: raw_data holds 1 bytes, but dims × int2 need 2 (four int2 per byte)";
+  QTest::newRow("uint4-typed-count") << "uint4-typed" << "w: int32_data holds 6 values, but dims need 3 (two uint4 per byte)";
   QTest::newRow("unknown-location") << "unknown-location" << "w: unknown data_location 7";
   QTest::newRow("segment") << "segment" << "w: segmented tensors";
   QTest::newRow("ext-length") << "ext-length" << "w: external data holds 20 bytes, but dims × float32 need 24";
@@ -652,8 +778,25 @@ void tst_Onnx::badInput() {
     for (int i = 0; i < 6; ++i) t->add_float_data(1);
   }
   if (kind == "no-data") typed(0);
-  if (kind == "unknown-dtype") t->set_data_type(99);
-  if (kind == "undefined-dtype") t->set_data_type(0);
+  if (kind == "int4-raw") {  // 6 elements are 3 bytes
+    t->set_data_type(22);
+    t->set_raw_data("abcd");
+  }
+  if (kind == "f4-odd-raw") {  // 5 elements are 3 bytes, the last half padding
+    t->set_data_type(23);
+    t->clear_dims();
+    t->add_dims(5);
+    t->set_raw_data("ab");
+  }
+  if (kind == "int2-raw") {  // 6 elements are 2 bytes
+    t->set_data_type(26);
+    t->set_raw_data("a");
+  }
+  if (kind == "uint4-typed") {  // one int32_data value per packed byte, not per element
+    t->clear_raw_data();
+    t->set_data_type(21);
+    for (int i = 0; i < 6; ++i) t->add_int32_data(i);
+  }
   if (kind == "unknown-location") t->set_data_location(7);
   if (kind == "segment") t->mutable_segment()->set_begin(0);
   if (kind == "ext-length") addExternal(t, "w.bin", 0, 20);

@@ -1,8 +1,12 @@
 // Tests for core/io/tensor_file.h: .npy, .npz and .safetensors round trips of every dtype (bytes exact),
 // dispatch by magic, and every bad-input case of issue 3 as a data row (one-line IoError naming file
 // and tensor); files that shrink after open, FIFOs and devices, and a 100,000-tensor header (reliability
-// findings F5, F7, F12). Fixtures are built here: safetensors by a small writer, .npz with libzip.
+// findings F5, F7, F12). Issue 13: every low-bit safetensors dtype (F8_E8M0, the FNUZ float8s, packed F4,
+// F6_E2M3, F6_E3M2) decodes to decode_ref of every code; dtypes that are not read are listed in skipped()
+// beside the tensors that are; a torch.save zip is named as one.
+// Fixtures are built here: safetensors by a small writer, .npz with libzip.
 // Run: cmake --build build --target tst_tensorfile && QT_QPA_PLATFORM=offscreen build/tests/tst_tensorfile
+#include "format/format.h"
 #include "io/npy.h"
 #include "io/tensor_file.h"
 
@@ -107,7 +111,45 @@ const DtypeCase kStDtypes[] = {
     {"I16", qs::DType::I16},  {"I32", qs::DType::I32},        {"I64", qs::DType::I64},
     {"F8_E4M3", qs::DType::F8E4M3}, {"F8_E5M2", qs::DType::F8E5M2}, {"BOOL", qs::DType::Bool},
     {"U16", qs::DType::U16},  {"U32", qs::DType::U32},        {"U64", qs::DType::U64},
+    {"F8_E8M0", qs::DType::F8E8M0}, {"F8_E4M3FNUZ", qs::DType::F8E4M3FNUZ}, {"F8_E5M2FNUZ", qs::DType::F8E5M2FNUZ},
+    {"F4", qs::DType::F4E2M1}, {"F6_E2M3", qs::DType::F6E2M3}, {"F6_E3M2", qs::DType::F6E3M2},
 };
+
+// The low-bit float dtypes of safetensors with the format-engine name of their element format.
+struct LowBitCase {
+  const char* st;
+  qs::DType dtype;
+  const char* format;
+  unsigned bits;
+};
+const LowBitCase kLowBit[] = {
+    {"F8_E8M0", qs::DType::F8E8M0, "e8m0fnu", 8},          {"F8_E4M3", qs::DType::F8E4M3, "e4m3fn", 8},
+    {"F8_E5M2", qs::DType::F8E5M2, "e5m2", 8},             {"F8_E4M3FNUZ", qs::DType::F8E4M3FNUZ, "e4m3fnuz", 8},
+    {"F8_E5M2FNUZ", qs::DType::F8E5M2FNUZ, "e5m2fnuz", 8}, {"F4", qs::DType::F4E2M1, "e2m1fn", 4},
+    {"F6_E2M3", qs::DType::F6E2M3, "e2m3fn", 6},           {"F6_E3M2", qs::DType::F6E3M2, "e3m2fn", 6},
+};
+
+// Codes packed the way the formats store sub-byte elements, bit by bit: element i at bits
+// [i*bits, i*bits + bits) of the little-endian bit stream (the first element in the low bits of byte 0).
+QByteArray packCodes(const std::vector<uint32_t>& codes, unsigned bits) {
+  QByteArray out(qsizetype((codes.size() * bits + 7) / 8), '\0');
+  for (std::size_t i = 0; i < codes.size(); ++i)
+    for (unsigned k = 0; k < bits; ++k)
+      if ((codes[i] >> k) & 1) {
+        const std::size_t bit = i * bits + k;
+        out[qsizetype(bit / 8)] = char(uint8_t(out[qsizetype(bit / 8)]) | (1u << (bit % 8)));
+      }
+  return out;
+}
+
+// Every code of a `bits`-wide format once, then `extra` more (so the count is odd where extra is),
+// in a scrambled but seeded order.
+std::vector<uint32_t> everyCode(unsigned bits, unsigned extra) {
+  const uint32_t count = 1u << bits;
+  std::vector<uint32_t> codes;
+  for (uint32_t c = 0; c < count + extra; ++c) codes.push_back((c * 37u + 11u) % count);
+  return codes;
+}
 const qs::DType kNpyDtypes[] = {qs::DType::F32, qs::DType::F64, qs::DType::F16, qs::DType::I8,
                                 qs::DType::U8,  qs::DType::I32, qs::DType::U16};
 
@@ -206,6 +248,10 @@ class tst_TensorFile : public QObject {
   void safetensorsRoundTrip();
   void safetensorsFileOrderAndMetadata();
   void safetensorsValues();
+  void safetensorsLowBitDtypes_data();
+  void safetensorsLowBitDtypes();
+  void safetensorsPackedPinned();
+  void safetensorsSkipsWhatItCannotRead();
   void safetensorsReadOwnsItsBytes();
   void safetensorsManyTensors();
   void readF32_data();
@@ -270,7 +316,7 @@ void tst_TensorFile::safetensorsRoundTrip() {
   QFETCH(QByteArray, stDtype);
   QFETCH(qs::DType, dtype);
   QFETCH(Shape, shape);
-  const qsizetype n = qsizetype(numelOf(shape) * qs::dtype_size(dtype));
+  const qsizetype n = qsizetype(qs::dtype_nbytes(dtype, numelOf(shape)));
   // Two tensors around the one under test, so offsets other than 0 and the file's end are used.
   const QByteArray before = patternBytes(5, 1), payload = patternBytes(n, unsigned(shape.size()) + 3),
                    after = patternBytes(3, 2);
@@ -345,6 +391,124 @@ void tst_TensorFile::safetensorsValues() {
   QCOMPARE(values(4), std::vector<double>({0.0, 1.0}));
 }
 
+// Every code of every low-bit float dtype, in tensors of 2^bits + {0, 1, 3} elements (odd counts end
+// inside a byte for F4 and F6), reads back as decode_ref of that code: through read_f32 and through
+// read() + convert_to_f64, NaN codes as NaN.
+void tst_TensorFile::safetensorsLowBitDtypes_data() {
+  QTest::addColumn<int>("row");
+  QTest::addColumn<unsigned>("extra");
+  for (int r = 0; r < int(std::size(kLowBit)); ++r)
+    for (unsigned extra : {0u, 1u, 3u})
+      QTest::addRow("%s %u codes", kLowBit[r].st, (1u << kLowBit[r].bits) + extra) << r << extra;
+}
+
+void tst_TensorFile::safetensorsLowBitDtypes() {
+  if (!haveSafetensors()) QSKIP("built without nlohmann-json");
+  QFETCH(int, row);
+  QFETCH(unsigned, extra);
+  const LowBitCase& c = kLowBit[row];
+  const qs::Format fmt = qs::parse_format(c.format);
+  QCOMPARE(unsigned(fmt.bits), c.bits);
+  const std::vector<uint32_t> codes = everyCode(c.bits, extra);
+  const QByteArray packed = packCodes(codes, c.bits);
+  QTemporaryDir dir;
+  // A byte-sized tensor before and after, so that the packed one starts and ends mid-file.
+  const QString path = writeFile(dir, "lowbit.safetensors",
+                                 safetensorsImage({{"a", "U8", {3}, "abc"},
+                                                   {"w", c.st, {int64_t(codes.size())}, packed},
+                                                   {"z", "F32", {1}, patternBytes(4)}}));
+  auto f = qs::open_tensor_file(path.toStdString());
+  QVERIFY(f->skipped().empty());
+  QCOMPARE(f->tensors().size(), std::size_t(3));
+  const qs::TensorInfo& t = f->tensors()[1];
+  QCOMPARE(t.dtype, c.dtype);
+  QCOMPARE(t.numel(), codes.size());
+  QCOMPARE(t.nbytes(), std::size_t(packed.size()));
+  QVERIFY(qs::dtype_is_float(t.dtype));
+  QCOMPARE(bytesOf(f->read(1)), packed);
+  std::vector<float> got(codes.size() + 1, -7.0f);
+  f->read_f32(1, got.data());
+  QCOMPARE(got.back(), -7.0f);
+  std::vector<double> wide(codes.size());
+  const qs::TensorBytes b = f->read(1);
+  qs::convert_to_f64(t.dtype, b.data, wide.size(), wide.data());
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    const double want = qs::decode_ref(fmt, codes[i]);
+    const bool ok = std::isnan(want) ? std::isnan(got[i]) && std::isnan(wide[i])
+                                     : double(got[i]) == want && wide[i] == want &&
+                                           std::signbit(got[i]) == std::signbit(want);
+    if (!ok)
+      QFAIL(qPrintable(QString("element %1 (code 0x%2): want %3, read_f32 %4, convert_to_f64 %5")
+                           .arg(i).arg(codes[i], 0, 16).arg(want).arg(got[i]).arg(wide[i])));
+  }
+  QCOMPARE(bytesOf(f->read(2)), patternBytes(4));
+}
+
+// The bit order, spelled out by hand: F4 codes 1, 2, 7 are bytes 0x21 0x07 (first element in the low
+// nibble, the last byte's high nibble padding); F6_E2M3 codes 0x08, 0x3C are bytes 0x08 0x0F (the second
+// element's low two bits in the top of byte 0); F6_E3M2 codes 0x0C x4 are bytes 0x0C 0xC3 0x30.
+void tst_TensorFile::safetensorsPackedPinned() {
+  if (!haveSafetensors()) QSKIP("built without nlohmann-json");
+  QTemporaryDir dir;
+  const QString path = writeFile(dir, "pinned.safetensors",
+                                 safetensorsImage({{"f4", "F4", {3}, QByteArray("\x21\xf7", 2)},
+                                                   {"f6a", "F6_E2M3", {2}, QByteArray("\x08\x0f", 2)},
+                                                   {"f6b", "F6_E3M2", {4}, QByteArray("\x0c\xc3\x30", 3)},
+                                                   {"e8m0", "F8_E8M0", {4}, QByteArray("\x7f\x00\xfe\xff", 4)}}));
+  auto f = qs::open_tensor_file(path.toStdString());
+  auto values = [&](std::size_t i) {
+    std::vector<double> v(f->tensors()[i].numel());
+    const qs::TensorBytes b = f->read(i);
+    qs::convert_to_f64(f->tensors()[i].dtype, b.data, v.size(), v.data());
+    return v;
+  };
+  QCOMPARE(values(0), std::vector<double>({0.5, 1.0, 6.0}));  // e2m1: 0001, 0010, 0111
+  QCOMPARE(values(1), std::vector<double>({1.0, -6.0}));      // e2m3: 0 01 000, 1 11 100
+  QCOMPARE(values(2), std::vector<double>({1.0, 1.0, 1.0, 1.0}));  // e3m2: 0 011 00 = 2^0
+  const std::vector<double> e8 = values(3);  // e8m0: 2^(c - 127), 0xFF = NaN
+  QCOMPARE(e8[0], 1.0);
+  QCOMPARE(e8[1], std::ldexp(1.0, -127));
+  QCOMPARE(e8[2], std::ldexp(1.0, 127));
+  QVERIFY(std::isnan(e8[3]));
+}
+
+// A dtype the reader cannot decode (C64, or a name the format does not have) is listed in skipped() with
+// its reason and never fails the file; the tensors beside it stay readable. A file of nothing but such
+// entries still opens (the caller decides that nothing to analyse is an error).
+void tst_TensorFile::safetensorsSkipsWhatItCannotRead() {
+  if (!haveSafetensors()) QSKIP("built without nlohmann-json");
+  QTemporaryDir dir;
+  const QByteArray f32 = patternBytes(8, 3);
+  const QString path = writeFile(dir, "mixed.safetensors",
+                                 safetensorsImage({{"w", "F32", {2}, f32},
+                                                   {"future", "F2_E1M0", {8}, QByteArray("\x1b\xe4", 2)},
+                                                   {"cplx", "C64", {1}, patternBytes(8)},
+                                                   {"b", "BF16", {1}, QByteArray("\x80\x3f", 2)}}));
+  auto f = qs::open_tensor_file(path.toStdString());
+  QCOMPARE(f->tensors().size(), std::size_t(2));
+  QCOMPARE(QString::fromStdString(f->tensors()[0].name), QString("w"));
+  QCOMPARE(QString::fromStdString(f->tensors()[1].name), QString("b"));
+  QCOMPARE(bytesOf(f->read(0)), f32);
+  QCOMPARE(bytesOf(f->read(1)), QByteArray("\x80\x3f", 2));
+  QCOMPARE(f->skipped().size(), std::size_t(2));
+  const QString s0 = QString::fromStdString(f->skipped()[0]), s1 = QString::fromStdString(f->skipped()[1]);
+  QVERIFY2(s0.startsWith("future: unsupported dtype 'F2_E1M0', not read (read: F64, F32"), qPrintable(s0));
+  QVERIFY2(s0.contains("F8_E8M0") && s0.contains("F4") && s0.contains("F6_E3M2") && !s0.contains('\n'), qPrintable(s0));
+  QVERIFY2(s1.startsWith("cplx: dtype C64 is complex"), qPrintable(s1));
+
+  const QString only = writeFile(dir, "only.safetensors", safetensorsImage({{"x", "F2_E1M0", {4}, "a"}}));
+  auto g = qs::open_tensor_file(only.toStdString());
+  QVERIFY(g->tensors().empty());
+  QCOMPARE(g->skipped().size(), std::size_t(1));
+
+  // A skipped entry's data range is still checked: overlapping another tensor is a corrupt file.
+  const QByteArray json = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                          R"("x":{"dtype":"F2_E1M0","shape":[4],"data_offsets":[4,9]}})";
+  const QString bad = writeFile(dir, "overlap.safetensors", safetensorsRaw(json, patternBytes(9)));
+  const QString msg = openAndReadAllError(bad);
+  QVERIFY2(msg == bad + ": x: data_offsets [4, 9) overlap tensor 'w' [0, 8)", qPrintable(msg));
+}
+
 void tst_TensorFile::safetensorsReadOwnsItsBytes() {
   if (!haveSafetensors()) QSKIP("built without nlohmann-json");
   QTemporaryDir dir;
@@ -401,6 +565,9 @@ void tst_TensorFile::readF32_data() {
   for (const DtypeCase& c : kStDtypes)
     for (qint64 n : {0ll, 1ll, 300'001ll})
       QTest::addRow("safetensors %s %lld", c.st, n) << "safetensors" << c.dtype << n;
+  // Packed dtypes over several staging pieces, ending inside a byte.
+  for (const DtypeCase& c : kStDtypes)
+    if (qs::dtype_is_packed(c.dtype)) QTest::addRow("safetensors %s 1048583", c.st) << "safetensors" << c.dtype << 1'048'583ll;
   for (qs::DType t : kNpyDtypes) QTest::addRow("npy %s 300001", qs::to_string(t)) << "npy" << t << 300'001ll;
 #ifdef QS_TEST_HAVE_ZIP
   QTest::addRow("npz (default: read + convert) float16") << "npz" << qs::DType::F16 << 1000ll;
@@ -412,7 +579,7 @@ void tst_TensorFile::readF32() {
   QFETCH(qs::DType, dtype);
   QFETCH(qint64, numel);
   if (kind == "safetensors" && !haveSafetensors()) QSKIP("built without nlohmann-json");
-  const QByteArray payload = patternBytes(numel * qsizetype(qs::dtype_size(dtype)), 21);
+  const QByteArray payload = patternBytes(qsizetype(qs::dtype_nbytes(dtype, std::size_t(numel))), 21);
   const Shape shape{numel};
   QTemporaryDir dir;
   QString path;
@@ -788,10 +955,24 @@ void tst_TensorFile::badInput_data() {
                      << 0ll << "w" << "no 'shape'";
   row("st no data_offsets") << "m.safetensors" << safetensorsRaw(R"({"w":{"dtype":"F32","shape":[2]}})", f4x2) << 0ll
                             << "w" << "no 'data_offsets'";
-  row("st unknown dtype F8_E8M0") << "m.safetensors" << one("F8_E8M0", "[2]", "[0,2]", f4x2) << 0ll << "w"
-                                  << "unsupported dtype 'F8_E8M0' (supported: F64, F32";
-  row("st unknown dtype C64") << "m.safetensors" << one("C64", "[1]", "[0,8]", f4x2) << 0ll << "w"
-                              << "unsupported dtype 'C64'";
+  // Unknown dtypes are skipped, not errors (safetensorsSkipsWhatItCannotRead); their ranges still count.
+  row("st unknown dtype past the end") << "m.safetensors" << one("F2_E1M0", "[2]", "[0,9]", f4x2) << 0ll << "w"
+                                       << "data_offsets [0, 9) run past the end of the data section (8 bytes)";
+  row("st C64 of the wrong size") << "m.safetensors" << one("C64", "[2]", "[0,8]", f4x2) << 0ll << "w"
+                                  << "hold 8 bytes but shape [2] of C64 needs 16";
+  // Packed dtypes: the byte count is ceil(numel * bits / 8).
+  row("st F4 bytes do not match the shape") << "m.safetensors" << one("F4", "[3]", "[0,1]", f4x2) << 0ll << "w"
+                                            << "hold 1 bytes but shape [3] of F4 needs 2 (4 bits per element, packed)";
+  row("st F4 counted as bytes") << "m.safetensors" << one("F4", "[2,4]", "[0,8]", f4x2) << 0ll << "w"
+                                << "hold 8 bytes but shape [2, 4] of F4 needs 4 (4 bits per element, packed)";
+  row("st F6_E3M2 bytes do not match the shape") << "m.safetensors" << one("F6_E3M2", "[4]", "[0,4]", f4x2) << 0ll
+                                                 << "w" << "shape [4] of F6_E3M2 needs 3 (6 bits per element, packed)";
+  row("st F6_E2M3 odd count one byte short") << "m.safetensors" << one("F6_E2M3", "[5]", "[0,3]", f4x2) << 0ll
+                                             << "w" << "shape [5] of F6_E2M3 needs 4";
+  row("st F8_E8M0 size") << "m.safetensors" << one("F8_E8M0", "[3]", "[0,2]", f4x2) << 0ll << "w"
+                         << "hold 2 bytes but shape [3] of F8_E8M0 needs 3";
+  row("st F4 shape product overflows bits") << "m.safetensors" << one("F4", "[4611686018427387904]", "[0,8]", f4x2)
+                                            << 0ll << "w" << "too large (byte size overflows)";
   row("st dtype not a string") << "m.safetensors"
                                << safetensorsRaw(R"({"w":{"dtype":4,"shape":[2],"data_offsets":[0,8]}})", f4x2) << 0ll
                                << "w" << "'dtype' is not a string";
@@ -837,8 +1018,8 @@ void tst_TensorFile::badInput_data() {
                                                              f4x2)
                                            << 0ll << "b" << "overlap tensor 'a'";
   row("st control bytes in a name stay on one line") << "m.safetensors"
-                                                     << safetensorsRaw("{" + entry("a\\nb", "X", "[2]", "[0,8]") + "}", f4x2)
-                                                     << 0ll << "a\\x0ab" << "unsupported dtype 'X'";
+                                                     << safetensorsRaw("{" + entry("a\\nb", "F32", "[3]", "[0,8]") + "}", f4x2)
+                                                     << 0ll << "a\\x0ab" << "hold 8 bytes but shape [3] of F32 needs 12";
 
   // .npy
   const QByteArray npy = npyBytes(qs::DType::F32, {2}, f4x2);
@@ -853,6 +1034,16 @@ void tst_TensorFile::badInput_data() {
 #ifdef QS_TEST_HAVE_ZIP
   row("npz wrong magic") << "x.npz" << QByteArray("PX\x03\x04 not a zip at all") << 0ll << ""
                          << "not a .npz file (not a zip archive)";
+  // torch.save's zip layout (stored members, as torch writes them): named, not read as an empty .npz.
+  const QList<ZipMember> torchZip{{"model/data.pkl", QByteArray("\x80\x02}q\x00.", 6), false},
+                                  {"model/byteorder", "little", false},
+                                  {"model/data/0", patternBytes(16), false},
+                                  {"model/version", "3\n", false}};
+  const char* torchMsg = "a PyTorch checkpoint (torch.save zip), not an .npz; PyTorch files are not read yet";
+  row("pt zip (torch.save)") << "model.pt" << zipImage(torchZip) << 0ll << "" << torchMsg;
+  row("pt zip named .npz") << "x.npz" << zipImage(torchZip) << 0ll << "" << torchMsg;
+  row("pt zip, top-level data.pkl") << "old.pth" << zipImage({{"data.pkl", "x", false}, {"version", "3", false}})
+                                    << 0ll << "" << torchMsg;
   const QByteArray npz = zipImage({{"a.npy", npy, true}, {"b.npy", npy, false}});
   row("npz truncated") << "x.npz" << npz.left(npz.size() / 2) << 0ll << "" << ".npz";
   row("npz truncated end of central directory") << "x.npz" << npz.left(npz.size() - 4) << 0ll << "" << ".npz";
@@ -1065,11 +1256,24 @@ void tst_TensorFile::writeFuzzCorpus() {
   // .safetensors: every dtype in one file, metadata, an empty tensor, keys out of offset order.
   QList<StTensor> all;
   for (const DtypeCase& c : kStDtypes)
-    all << StTensor{QByteArray("t.") + c.st, c.st, {2}, patternBytes(qsizetype(2 * qs::dtype_size(c.dtype)))};
+    all << StTensor{QByteArray("t.") + c.st, c.st, {2}, patternBytes(qsizetype(qs::dtype_nbytes(c.dtype, 2)))};
   put("safetensors", "all_dtypes.safetensors", safetensorsImage(all, R"({"format":"pt"})"));
   put("safetensors", "scalar_and_empty.safetensors",
       safetensorsImage({{"s", "F32", {}, patternBytes(4)}, {"e", "BF16", {0, 4}, {}}, {"m", "F16", {2, 2}, patternBytes(8)}}));
   put("safetensors", "empty.safetensors", safetensorsImage({}));
+  // Low-bit dtypes (issue 13): every code once plus an odd tail, packed; a dtype that is skipped.
+  QList<StTensor> lowbit;
+  for (const LowBitCase& c : kLowBit) {
+    const std::vector<uint32_t> codes = everyCode(c.bits, 1);
+    lowbit << StTensor{QByteArray("t.") + c.st, c.st, {int64_t(codes.size())}, packCodes(codes, c.bits)};
+  }
+  put("safetensors", "lowbit_every_code.safetensors", safetensorsImage(lowbit));
+  put("safetensors", "packed_odd.safetensors",
+      safetensorsImage({{"f4", "F4", {3}, QByteArray("\x21\x07", 2)}, {"f6", "F6_E2M3", {5}, patternBytes(4)},
+                        {"e3m2", "F6_E3M2", {2, 2}, patternBytes(3)}, {"e8m0", "F8_E8M0", {3}, patternBytes(3)}}));
+  put("safetensors", "skipped_dtypes.safetensors",
+      safetensorsImage({{"w", "F32", {2}, patternBytes(8)}, {"c", "C64", {1}, patternBytes(8)},
+                        {"x", "F2_E1M0", {4}, "a"}}));
 
 #ifdef QS_TEST_HAVE_ZIP
   // .npz: stored (np.savez) and deflated (np.savez_compressed), a non-tensor member, an empty archive.

@@ -104,12 +104,12 @@ void add_analyze(CLI::App& app) {
                                  " tensor x scheme pairs skipped (channel axis beyond the tensor's rank)"
                            : "";
     if (rows == 0) {  // nothing was analysed: say why instead of printing a header-only CSV with exit 0
-      throw std::runtime_error("nothing analysed: " + std::to_string(total.analysed) + " tensors matched, " +
-                               (not_tensors.empty() ? std::string()
-                                                    : std::to_string(not_tensors.size()) + " entries are not tensors (" +
-                                                          not_tensors.front() + (not_tensors.size() > 1 ? ", ..." : "") + "), ") +
-                               std::to_string(total.skipped) + " skipped (non-float or fewer than 2 elements)" +
-                               axis_note + (filter ? ", --tensor '" + o.tensor + "' applied" : std::string()));
+      throw std::runtime_error(
+          "nothing analysed: " + std::to_string(total.skipped) + " tensors skipped (non-float or fewer than 2 elements)" +
+          (not_tensors.empty() ? std::string()
+                               : ", " + std::to_string(not_tensors.size()) + " entries not read (" + not_tensors.front() +
+                                     (not_tensors.size() > 1 ? ", ..." : "") + ")") +
+          axis_note + (filter ? ", --tensor '" + o.tensor + "' applied" : std::string()));
     }
     emit(csv.str(), o.csv);
     if (!o.hist.empty()) write_file_atomic(o.hist, hist.str());

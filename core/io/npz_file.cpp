@@ -2,7 +2,8 @@
 // ending in ".npy" are the tensors (named without ".npy", listed in archive order). Opening reads only
 // each member's .npy header (its first few KB); read() decompresses one member into its own buffer.
 // libzip reads the file through a pread source (never a memory map), so a file that shrinks while open
-// gives an IoError ("changed size while reading"), not SIGBUS.
+// gives an IoError ("changed size while reading"), not SIGBUS. A zip in torch.save's layout
+// (`<name>/data.pkl` and no .npy member) is refused as "a PyTorch checkpoint", not listed as empty.
 // Exercise: tests/tst_tensorfile.cpp, tests/fuzz/fuzz_npz.cpp.
 #include "util/printable.h"
 #include "io/npy.h"
@@ -234,6 +235,7 @@ class NpzFile final : public TensorFile {
   void list(zip_t* za) {
     const zip_int64_t count = zip_get_num_entries(za, 0);
     std::set<std::string> names;
+    bool torch_pickle = false;  // a `<name>/data.pkl` member: torch.save's zip layout
     for (zip_int64_t i = 0; i < count; ++i) {
       zip_stat_t st;
       zip_stat_init(&st);
@@ -241,6 +243,9 @@ class NpzFile final : public TensorFile {
         fail("cannot read zip entry #" + std::to_string(i) + ": " + printable(zip_strerror(za)));
       if (!(st.valid & ZIP_STAT_NAME) || !st.name) continue;
       const std::string_view member = st.name;
+      if (member == "data.pkl" ||
+          (member.ends_with("/data.pkl") && member.find('/') == member.size() - std::string_view("/data.pkl").size()))
+        torch_pickle = true;
       if (member.size() <= 4 || !member.ends_with(".npy")) {  // numpy only writes .npy members
         if (!member.ends_with("/"))  // folders are not entries of their own
           skipped_.push_back(printable(member) + ": not an .npy member");
@@ -262,6 +267,10 @@ class NpzFile final : public TensorFile {
       members_.push_back(std::move(m));
       tensors_.push_back(std::move(info));
     }
+    // torch.save writes a zip of `<name>/data.pkl`, `<name>/data/0`, ..., `<name>/byteorder`,
+    // `<name>/version`; as an .npz it would list nothing. Say what it is instead.
+    if (torch_pickle && members_.empty())
+      fail("a PyTorch checkpoint (torch.save zip), not an .npz; PyTorch files are not read yet");
   }
 
   void check_entry(const zip_stat_t& st, const std::string& label) const {

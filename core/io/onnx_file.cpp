@@ -41,13 +41,17 @@ namespace {
 namespace fs = std::filesystem;
 using qs_onnx::TensorProto;
 
-// ONNX data_type -> DType. Types that QuantScope has no DType for (string, complex, the fnuz float8s,
-// 4-bit and 2-bit integers, float4, e8m0) are known to ONNX but skipped: such a tensor is not listed, the
-// way `analyze` skips non-float tensors. A number ONNX does not define is an error, as in the other readers.
+// ONNX data_type -> DType. Every numeric type of onnx.proto (IR version 12: up to UINT2 / INT2) is
+// read; the packed ones (UINT4, INT4, FLOAT4E2M1 two per byte, UINT2 / INT2 four per byte, first
+// element in the least significant bits) keep their packing in read() and decode in convert_to_f32.
+// STRING and the complex types are known but not numbers here, and a number onnx.proto does not define
+// (a newer type, or a damaged file) cannot be sized: both are listed in skipped() with the type, never
+// dropped silently and never failing the file.
 enum class TypeClass { Mapped, Skipped, Unknown };
 struct OnnxType {
   TypeClass cls;
   DType dtype;
+  const char* name = "";  // for skipped types
 };
 OnnxType onnx_type(int32_t t) {
   switch (t) {
@@ -66,17 +70,18 @@ OnnxType onnx_type(int32_t t) {
     case TensorProto::BFLOAT16: return {TypeClass::Mapped, DType::BF16};
     case TensorProto::FLOAT8E4M3FN: return {TypeClass::Mapped, DType::F8E4M3};
     case TensorProto::FLOAT8E5M2: return {TypeClass::Mapped, DType::F8E5M2};
-    case TensorProto::STRING:
-    case TensorProto::COMPLEX64:
-    case TensorProto::COMPLEX128:
-    case TensorProto::FLOAT8E4M3FNUZ:
-    case TensorProto::FLOAT8E5M2FNUZ:
-    case TensorProto::UINT4:
-    case TensorProto::INT4:
-    case TensorProto::FLOAT4E2M1:
-    case TensorProto::FLOAT8E8M0:
-    case TensorProto::UINT2:
-    case TensorProto::INT2: return {TypeClass::Skipped, DType::U8};
+    case TensorProto::FLOAT8E4M3FNUZ: return {TypeClass::Mapped, DType::F8E4M3FNUZ};
+    case TensorProto::FLOAT8E5M2FNUZ: return {TypeClass::Mapped, DType::F8E5M2FNUZ};
+    case TensorProto::UINT4: return {TypeClass::Mapped, DType::U4};
+    case TensorProto::INT4: return {TypeClass::Mapped, DType::I4};
+    case TensorProto::FLOAT4E2M1: return {TypeClass::Mapped, DType::F4E2M1};
+    case TensorProto::FLOAT8E8M0: return {TypeClass::Mapped, DType::F8E8M0};
+    case TensorProto::UINT2: return {TypeClass::Mapped, DType::U2};
+    case TensorProto::INT2: return {TypeClass::Mapped, DType::I2};
+    case TensorProto::STRING: return {TypeClass::Skipped, DType::U8, "STRING (text)"};
+    case TensorProto::COMPLEX64: return {TypeClass::Skipped, DType::U8, "COMPLEX64 (complex)"};
+    case TensorProto::COMPLEX128: return {TypeClass::Skipped, DType::U8, "COMPLEX128 (complex)"};
+    case TensorProto::UNDEFINED: return {TypeClass::Skipped, DType::U8, "UNDEFINED (0)"};
     default: return {TypeClass::Unknown, DType::U8};
   }
 }
@@ -182,7 +187,7 @@ class OnnxFile final : public TensorFile {
       }
       case Source::Typed: {
         auto buf = std::make_shared<std::vector<uint8_t>>(nbytes);
-        fill_typed(*e.proto, info.dtype, info.numel(), buf->data());
+        fill_typed(*e.proto, info.dtype, dtype_is_packed(info.dtype) ? nbytes : info.numel(), buf->data());
         return {buf->data(), nbytes, buf};
       }
       case Source::External: return read_external(e, info);
@@ -242,9 +247,15 @@ class OnnxFile final : public TensorFile {
 
   void add(const TensorProto& t, const std::string& raw_name) {
     const OnnxType type = onnx_type(t.data_type());
-    if (type.cls == TypeClass::Unknown)
-      fail(raw_name, "unknown ONNX data_type " + std::to_string(t.data_type()));
-    if (type.cls == TypeClass::Skipped) return;
+    if (type.cls == TypeClass::Unknown) {
+      skipped_.push_back(raw_name + ": unknown ONNX data_type " + std::to_string(t.data_type()) +
+                         " (not in onnx.proto as of IR version 12), not read");
+      return;
+    }
+    if (type.cls == TypeClass::Skipped) {
+      skipped_.push_back(raw_name + ": ONNX data_type " + type.name + ", not read");
+      return;
+    }
 
     TensorInfo info;
     info.name = unique_name(raw_name);
@@ -268,8 +279,7 @@ class OnnxFile final : public TensorFile {
     }
     if (zero) numel = 0;
     uint64_t nbytes = 0;
-    if (__builtin_mul_overflow(numel, static_cast<uint64_t>(dtype_size(info.dtype)), &nbytes) ||
-        nbytes > uint64_t(INT64_MAX))
+    if (!dtype_nbytes(info.dtype, numel, &nbytes) || nbytes > uint64_t(INT64_MAX))
       fail(name, "shape × dtype size overflows");
 
     Entry e;
@@ -284,16 +294,24 @@ class OnnxFile final : public TensorFile {
       e.source = Source::Raw;
       if (t.raw_data().size() != nbytes)
         fail(name, "raw_data holds " + std::to_string(t.raw_data().size()) + " bytes, but dims × " +
-                       to_string(info.dtype) + " need " + std::to_string(nbytes));
+                       to_string(info.dtype) + " need " + std::to_string(nbytes) + packing(info.dtype));
     } else {
       e.source = Source::Typed;
+      // A packed type has one int32_data value per byte (two 4-bit or four 2-bit elements).
       const auto [field, count] = typed_count(t, info.dtype);
-      if (count != numel)
+      const uint64_t need = dtype_is_packed(info.dtype) ? nbytes : numel;
+      if (count != need)
         fail(name, std::string(field) + " holds " + std::to_string(count) + " values, but dims need " +
-                       std::to_string(numel));
+                       std::to_string(need) + packing(info.dtype));
     }
     entries_.push_back(std::move(e));
     tensors_.push_back(std::move(info));
+  }
+
+  // " (two int4 per byte)" for the size messages of packed types.
+  static std::string packing(DType dtype) {
+    if (!dtype_is_packed(dtype)) return {};
+    return std::string(" (") + (dtype_bits(dtype) == 4 ? "two " : "four ") + to_string(dtype) + " per byte)";
   }
 
   // The typed field that carries `dtype` per onnx.proto, and how many values it holds.
@@ -310,6 +328,7 @@ class OnnxFile final : public TensorFile {
 
   // Typed fields -> little-endian element bytes. int32_data carries the narrower types: integers as
   // values, (b)float16 and float8 as bit patterns in the low bits (onnx.proto); both keep the low bits.
+  // Packed types: one int32_data value per byte, as packed; `n` is then the byte count.
   static void fill_typed(const TensorProto& t, DType dtype, std::size_t n, uint8_t* out) {
     auto narrow = [&](auto tag) {
       using T = decltype(tag);
@@ -332,7 +351,9 @@ class OnnxFile final : public TensorFile {
         }
         break;
       case DType::I16: case DType::U16: case DType::F16: case DType::BF16: narrow(uint16_t{}); break;
-      case DType::I8: case DType::U8: case DType::F8E4M3: case DType::F8E5M2: narrow(uint8_t{}); break;
+      case DType::I8: case DType::U8: case DType::F8E4M3: case DType::F8E5M2: case DType::F8E4M3FNUZ:
+      case DType::F8E5M2FNUZ: case DType::F8E8M0: case DType::F4E2M1: case DType::F6E2M3: case DType::F6E3M2:
+      case DType::I4: case DType::U4: case DType::I2: case DType::U2: narrow(uint8_t{}); break;
       case DType::Bool:
         for (std::size_t i = 0; i < n; ++i) out[i] = t.int32_data(static_cast<int>(i)) != 0 ? 1 : 0;
         break;

@@ -4,6 +4,12 @@
 // and a file that shrinks meanwhile gives an IoError, not SIGBUS.
 // Tensors are listed in file order (by data offset; empty tensors at one offset by name). Unused bytes
 // between tensors are accepted (the reference library refuses them); overlapping ranges are not.
+// Dtypes: every dtype of the format (safetensors' `Dtype` enum) is known. All but C64 are decoded,
+// F8_E8M0 and the packed F4 / F6_E2M3 / F6_E3M2 through the format engine (io/dtype.h). The header's
+// shape counts elements, not bytes; packed elements run LSB-first through the bytes (io/dtype.h), and a
+// tensor holds ceil(numel * bits / 8) bytes (the reference library writes only whole bytes and refuses
+// the rest; a final partial byte is accepted here). A C64 tensor or a dtype name the format does not
+// have is listed in skipped() with its reason, its data range still checked: it never fails the file.
 // Exercise: tests/tst_tensorfile.cpp, tests/fuzz/fuzz_safetensors.cpp.
 #include "util/printable.h"
 #include "io/tensor_file.h"
@@ -25,21 +31,29 @@ using json = nlohmann::json;
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the safetensors library's own limit
 constexpr int kMaxJsonDepth = 32;                  // a tensor entry needs 3; deeper is not a safetensors header
 
+// The dtypes of the format. `skip` names why a known dtype is not read (it is then listed in skipped()).
 struct DtypeRow {
   std::string_view name;
   DType dtype;
+  unsigned bits;
+  const char* skip = nullptr;
 };
 constexpr DtypeRow kDtypes[] = {
-    {"F64", DType::F64},   {"F32", DType::F32},         {"F16", DType::F16},         {"BF16", DType::BF16},
-    {"I8", DType::I8},     {"U8", DType::U8},           {"I16", DType::I16},         {"I32", DType::I32},
-    {"I64", DType::I64},   {"F8_E4M3", DType::F8E4M3},  {"F8_E5M2", DType::F8E5M2},  {"BOOL", DType::Bool},
-    {"U16", DType::U16},   {"U32", DType::U32},         {"U64", DType::U64},
+    {"F64", DType::F64, 64},          {"F32", DType::F32, 32},          {"F16", DType::F16, 16},
+    {"BF16", DType::BF16, 16},        {"I8", DType::I8, 8},             {"U8", DType::U8, 8},
+    {"I16", DType::I16, 16},          {"I32", DType::I32, 32},          {"I64", DType::I64, 64},
+    {"F8_E4M3", DType::F8E4M3, 8},    {"F8_E5M2", DType::F8E5M2, 8},    {"BOOL", DType::Bool, 8},
+    {"U16", DType::U16, 16},          {"U32", DType::U32, 32},          {"U64", DType::U64, 64},
+    {"F8_E8M0", DType::F8E8M0, 8},    {"F8_E4M3FNUZ", DType::F8E4M3FNUZ, 8},
+    {"F8_E5M2FNUZ", DType::F8E5M2FNUZ, 8},                             {"F4", DType::F4E2M1, 4},
+    {"F6_E2M3", DType::F6E2M3, 6},    {"F6_E3M2", DType::F6E3M2, 6},
+    {"C64", DType::F32, 64, "is complex (two float32 parts), which QuantScope does not analyse; not read"},
 };
 
-
-std::string supported_dtypes() {
+std::string read_dtypes() {
   std::string s;
   for (const DtypeRow& r : kDtypes) {
+    if (r.skip) continue;
     if (!s.empty()) s += ", ";
     s += r.name;
   }
@@ -55,6 +69,7 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 struct Entry {
   TensorInfo info;
   uint64_t begin = 0, end = 0;  // within the data section
+  std::string skip;             // non-empty: not read, listed in skipped() as "<name>: <skip>"
 };
 
 class SafetensorsFile final : public TensorFile {
@@ -142,6 +157,10 @@ class SafetensorsFile final : public TensorFile {
       if (!reach || e.end > reach->end) reach = &e;
     }
     for (Entry& e : entries) {
+      if (!e.skip.empty()) {
+        skipped_.push_back(printable(e.info.name) + ": " + e.skip);
+        continue;
+      }
       offsets_.push_back(e.begin);
       tensors_.push_back(std::move(e.info));
     }
@@ -159,9 +178,14 @@ class SafetensorsFile final : public TensorFile {
     const std::string& dname = dt->get_ref<const std::string&>();
     const auto row = std::find_if(std::begin(kDtypes), std::end(kDtypes),
                                   [&](const DtypeRow& r) { return r.name == dname; });
-    if (row == std::end(kDtypes))
-      tfail("unsupported dtype '" + printable(dname, false, 40) + "' (supported: " + supported_dtypes() + ")");
+    if (row == std::end(kDtypes)) {
+      // A dtype newer than this reader: its size is unknown, so only its data range is checked.
+      e.skip = "unsupported dtype '" + printable(dname, false, 40) + "', not read (read: " + read_dtypes() + ")";
+      parse_offsets(name, value, data_size, e);
+      return e;
+    }
     e.info.dtype = row->dtype;
+    if (row->skip) e.skip = "dtype " + std::string(row->name) + " " + row->skip;
 
     const auto sh = value.find("shape");
     if (sh == value.end()) tfail("entry has no 'shape'");
@@ -181,11 +205,25 @@ class SafetensorsFile final : public TensorFile {
       else if (__builtin_mul_overflow(numel_nonzero, v, &numel_nonzero))
         tfail("'shape' has too many elements (the product of its dimensions overflows 64 bits)");
     }
-    uint64_t nbytes = 0;
-    if (__builtin_mul_overflow(numel_nonzero, static_cast<uint64_t>(dtype_size(e.info.dtype)), &nbytes))
+    // Bits per element from the row (C64 has no DType of its own); packed dtypes round up to whole bytes.
+    uint64_t nbits = 0, nbytes = 0;
+    if (__builtin_mul_overflow(numel_nonzero, static_cast<uint64_t>(row->bits), &nbits))
       tfail("shape " + shape_text(e.info.shape) + " of " + dname + " is too large (byte size overflows)");
+    nbytes = nbits / 8 + (nbits % 8 != 0);
     if (has_zero) nbytes = 0;
 
+    parse_offsets(name, value, data_size, e);
+    const std::string range = "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + ")";
+    if (e.end - e.begin != nbytes)
+      tfail(range + " hold " + std::to_string(e.end - e.begin) + " bytes but shape " + shape_text(e.info.shape) +
+            " of " + dname + " needs " + std::to_string(nbytes) +
+            (row->bits < 8 ? " (" + std::to_string(row->bits) + " bits per element, packed)" : std::string()));
+    return e;
+  }
+
+  // data_offsets: a pair [begin, end) within the data section.
+  void parse_offsets(const std::string& name, const json& value, uint64_t data_size, Entry& e) const {
+    auto tfail = [&](const std::string& what) { fail(printable(name) + ": " + what); };
     const auto off = value.find("data_offsets");
     if (off == value.end()) tfail("entry has no 'data_offsets'");
     if (!off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned())
@@ -196,10 +234,6 @@ class SafetensorsFile final : public TensorFile {
     if (e.begin > e.end) tfail(range + " end before they begin");
     if (e.end > data_size)
       tfail(range + " run past the end of the data section (" + std::to_string(data_size) + " bytes)");
-    if (e.end - e.begin != nbytes)
-      tfail(range + " hold " + std::to_string(e.end - e.begin) + " bytes but shape " + shape_text(e.info.shape) +
-            " of " + dname + " needs " + std::to_string(nbytes));
-    return e;
   }
 
   // The SAX pass of parse(): nesting depth and duplicate keys, in one linear pass over the text.

@@ -146,18 +146,19 @@ TensorBytes RandomAccessFile::read_owned(const std::shared_ptr<const RandomAcces
 
 void RandomAccessFile::read_f32(uint64_t offset, DType dtype, std::size_t numel, float* out) const {
   static_assert(std::endian::native == std::endian::little, "float32 tensors are read in place");
-  const std::size_t es = dtype_size(dtype);
-  if (numel > std::numeric_limits<std::size_t>::max() / es)
+  uint64_t nbytes = 0;
+  if (!dtype_nbytes(dtype, uint64_t(numel), &nbytes) || nbytes > std::numeric_limits<std::size_t>::max())
     throw IoError(path_ + ": tensor of " + std::to_string(numel) + " elements is too large");
-  check_range(offset, numel * es);
+  check_range(offset, static_cast<std::size_t>(nbytes));
   if (dtype == DType::F32) return read_exact(offset, out, numel * 4);
-  // Staged in pieces small enough to stay in cache between the read and the conversion.
+  // Staged in pieces small enough to stay in cache between the read and the conversion. A piece holds a
+  // multiple of 8 elements, so a packed piece starts and ends on a byte boundary.
   constexpr std::size_t kStageBytes = std::size_t(1) << 18;
-  const std::size_t per = kStageBytes / es;
-  std::vector<uint8_t> stage(std::min(numel, per) * es);
+  const std::size_t per = kStageBytes * 8 / dtype_bits(dtype) / 8 * 8;
+  std::vector<uint8_t> stage(dtype_nbytes(dtype, std::min(numel, per)));
   for (std::size_t done = 0; done < numel;) {
     const std::size_t n = std::min(numel - done, per);
-    read_exact(offset + done * es, stage.data(), n * es);
+    read_exact(offset + dtype_nbytes(dtype, done), stage.data(), dtype_nbytes(dtype, n));
     convert_to_f32(dtype, stage.data(), n, out + done);
     done += n;
   }

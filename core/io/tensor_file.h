@@ -25,7 +25,7 @@ struct TensorInfo {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;    // empty = scalar
   std::size_t numel() const;
-  std::size_t nbytes() const { return numel() * dtype_size(dtype); }
+  std::size_t nbytes() const { return dtype_nbytes(dtype, numel()); }  // packed types: ceil(numel * bits / 8)
 };
 
 // The bytes of one tensor (little-endian, C order, exactly nbytes()); valid while `owner` lives.
@@ -50,7 +50,9 @@ class TensorFile {
   // buffer, so the bytes cross memory once and no tensor-sized byte buffer is allocated. Throws as read().
   virtual void read_f32(std::size_t index, float* out) const;
   // Entries of the file that are not tensors here, each "<name>: <why>" (an .npz member that is not an
-  // .npy file, ...): listed so that nothing vanishes silently; the CLI and the GUI show them.
+  // .npy file, a safetensors dtype or an ONNX data type QuantScope cannot decode, ...): listed so that
+  // nothing vanishes silently; the CLI and the GUI show them. A file may open with no tensors and only
+  // skipped entries; it is the caller that decides this is an error (`analyze` does).
   const std::vector<std::string>& skipped() const { return skipped_; }
 
  protected:
@@ -92,7 +94,8 @@ class RandomAccessFile {
   // Exactly `n` bytes at `offset` (which must lie within size()); throws IoError.
   void read_exact(uint64_t offset, void* dst, std::size_t n) const;
   std::vector<uint8_t> read_vector(uint64_t offset, std::size_t n) const;
-  // `numel` little-endian elements of `dtype` at `offset`, converted to float32 into `out`.
+  // `numel` little-endian elements of `dtype` (dtype_nbytes(dtype, numel) bytes) at `offset`, converted
+  // to float32 into `out`.
   void read_f32(uint64_t offset, DType dtype, std::size_t numel, float* out) const;
   // The bytes in a buffer of their own (reused from the previous read once that is released; never
   // zero-filled first, so pages are touched only as data arrives).
