@@ -236,7 +236,9 @@ void tst_TrainingPanel::fashionMnistRun() {
 
 // Stop ends the step in progress (the trainer's cancel flag, checked between layers), not only the run
 // between steps: a run whose one step per epoch is the whole training set (seconds on Fashion-MNIST),
-// stopped right after it starts, delivers no step at all. (Stopping only between steps delivered one.)
+// stopped right after it starts, delivers no step at all (stopping only between steps delivered one), whether
+// the stop lands inside that step or before the job has started (then QtConcurrent never runs it; that
+// once read "failed: no result"). tst_trainer's cancelFlagStopsWithinAStep pins the mid-step case exactly.
 void tst_TrainingPanel::stopEndsTheStepInProgress() {
   const bool fashion = TrainingPanel::fashionMnistAvailable();
   QSignalSpy finished(m_panel, &TrainingPanel::runFinished);

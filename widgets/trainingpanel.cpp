@@ -513,7 +513,12 @@ void TrainingPanel::onFinished() {
   }
   r->finished = true;
   bool failed = false;
-  if (!error.isEmpty() || !done) {
+  if (error.isEmpty() && !done && m_stopping) {
+    // Stopped before the job even started (QtConcurrent skips a task whose future is already cancelled):
+    // a stop with no steps, not a failure.
+    r->status = QString::fromLatin1(qs::to_string(qs::TrainResult::Status::Stopped));
+    showStatus(QStringLiteral("%1 stopped before its first step").arg(r->name));
+  } else if (!error.isEmpty() || !done) {
     r->status = QStringLiteral("failed: ") + (error.isEmpty() ? QStringLiteral("no result") : error);
     showStatus(QStringLiteral("%1 failed: %2").arg(r->name, error), true);
     failed = true;
