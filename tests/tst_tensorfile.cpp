@@ -3,7 +3,8 @@
 // and tensor); files that shrink after open, FIFOs and devices, and a 100,000-tensor header (reliability
 // findings F5, F7, F12). Issue 13: every low-bit safetensors dtype (F8_E8M0, the FNUZ float8s, packed F4,
 // F6_E2M3, F6_E3M2) decodes to decode_ref of every code; dtypes that are not read are listed in skipped()
-// beside the tensors that are; a torch.save zip is named as one.
+// beside the tensors that are; a torch.save zip is named as one. Issue 13 item 4: a sharded model (an
+// index + shards, or a folder) reads as one model, and each bad index or shard set gives its one line.
 // Fixtures are built here: safetensors by a small writer, .npz with libzip.
 // Run: cmake --build build --target tst_tensorfile && QT_QPA_PLATFORM=offscreen build/tests/tst_tensorfile
 #include "format/format.h"
@@ -236,6 +237,50 @@ QString openAndReadAllError(const QString& path) {
 bool haveNpz() { return qs::tensor_reader_available("npz"); }
 bool haveSafetensors() { return qs::tensor_reader_available("safetensors"); }
 
+// --- sharded models ------------------------------------------------------------------------------
+
+// A Hugging Face index: {"metadata": {...}, "weight_map": {tensor: shard, ...}}, entries in the given order.
+QByteArray indexJson(const QList<QPair<QByteArray, QByteArray>>& weightMap) {
+  QByteArray wm;
+  for (const auto& [tensor, shard] : weightMap)
+    wm += QByteArray(wm.isEmpty() ? "" : ",") + "\n    \"" + tensor + "\": \"" + shard + "\"";
+  return "{\n  \"metadata\": {\"total_size\": 1234},\n  \"weight_map\": {" + wm + "\n  }\n}\n";
+}
+
+// Files to write into one folder (names may hold a subfolder).
+using Files = QList<QPair<QString, QByteArray>>;
+void writeFiles(const QTemporaryDir& dir, const Files& files) {
+  for (const auto& [name, bytes] : files) {
+    QDir().mkpath(QFileInfo(dir.filePath(name)).path());
+    writeFile(dir, name, bytes);
+  }
+}
+
+// Three shards in the layout of `save_pretrained`: the index lists tensors by name (so it interleaves the
+// shards), every shard holds what the index gives it, one dtype per shard and a scalar.
+struct ShardedFixture {
+  QList<StTensor> shard[3];
+  Files files() const {
+    Files f;
+    QList<QPair<QByteArray, QByteArray>> wm;
+    for (int k = 0; k < 3; ++k) {
+      const QByteArray name = "model-0000" + QByteArray::number(k + 1) + "-of-00003.safetensors";
+      f << qMakePair(QString(name), safetensorsImage(shard[k], R"({"format":"pt"})"));
+      for (const StTensor& t : shard[k]) wm << qMakePair(t.name, name);
+    }
+    std::sort(wm.begin(), wm.end());
+    f << qMakePair(QString("model.safetensors.index.json"), indexJson(wm));
+    return f;
+  }
+};
+ShardedFixture shardedFixture() {
+  ShardedFixture m;
+  m.shard[0] = {{"model.layers.0.w", "F32", {2, 3}, patternBytes(24, 1)}, {"model.embed", "F32", {4}, patternBytes(16, 2)}};
+  m.shard[1] = {{"model.layers.1.w", "BF16", {3, 2}, patternBytes(12, 3)}, {"model.layers.10.w", "F16", {5}, patternBytes(10, 4)}};
+  m.shard[2] = {{"lm_head", "F8_E4M3", {2, 4}, patternBytes(8, 5)}, {"scale", "F32", {}, patternBytes(4, 6)}};
+  return m;
+}
+
 }  // namespace
 
 class tst_TensorFile : public QObject {
@@ -281,6 +326,14 @@ class tst_TensorFile : public QObject {
   void nonRegularFile_data();
   void nonRegularFile();
 
+  void shardedIndexReadsAsOneModel();
+  void shardedFolder_data();
+  void shardedFolder();
+  void shardedListsWhatItDoesNotRead();
+  void shardedBadInput_data();
+  void shardedBadInput();
+  void shardedShardChangedAfterOpen();
+
   void writeFuzzCorpus();
 };
 
@@ -296,6 +349,10 @@ void tst_TensorFile::availability() {
     const QString msg = openAndReadAllError(path);
     QVERIFY2(msg == path + ": this build has no .safetensors support (install nlohmann-json3-dev and rebuild)",
              qPrintable(msg));
+    const QString index = writeFile(dir, "model.safetensors.index.json", indexJson({{"w", "x.safetensors"}}));
+    const QString imsg = openAndReadAllError(index);
+    QVERIFY2(imsg == index + ": this build has no sharded safetensors support (install nlohmann-json3-dev and rebuild)",
+             qPrintable(imsg));
   }
 }
 
@@ -878,6 +935,10 @@ void tst_TensorFile::dispatch_data() {
   QTest::newRow("short .safetensors") << "short.safetensors" << QByteArray("\x10\x00\x00", 3) << ""
                                       << "too short for the 8-byte header length";
   QTest::newRow("garbage .onnx goes to the onnx reader") << "m.onnx" << QByteArray("\x01\x02garbage") << "" << "";
+  QTest::newRow(".json that is not an index") << "config.json" << QByteArray(R"({"hidden_size": 4})") << ""
+                                              << "not a sharded-model index: no \"weight_map\"";
+  QTest::newRow(".json whose 9th byte is '{' is not taken for .safetensors")
+      << "m.JSON" << QByteArray(R"({"meta":{"a":1}})") << "" << "not a sharded-model index";
 }
 
 void tst_TensorFile::dispatch() {
@@ -887,7 +948,9 @@ void tst_TensorFile::dispatch() {
   QFETCH(QString, error);
   QTemporaryDir dir;
   const QString path = writeFile(dir, fileName, bytes);
-  if ((kind == "safetensors" && !haveSafetensors()) || (kind == "npz" && !haveNpz())) QSKIP("reader not built");
+  if ((kind == "safetensors" && !haveSafetensors()) || (kind == "npz" && !haveNpz()) ||
+      (error.contains("sharded-model") && !haveSafetensors()))
+    QSKIP("reader not built");
   if (!kind.isEmpty()) {
     auto f = qs::open_tensor_file(path.toStdString());
     QCOMPARE(QString::fromStdString(f->kind()), kind);
@@ -1132,7 +1195,15 @@ void tst_TensorFile::readIndexOutOfRange() {
   }
   const QString missing = dir.filePath("missing.safetensors");
   QVERIFY(openAndReadAllError(missing).startsWith(missing + ": cannot open: "));
-  QVERIFY(openAndReadAllError(dir.path()).contains("is a directory"));
+  // A folder opens as a sharded model (issue 13); one without shards says so.
+  QVERIFY(QDir(dir.path()).mkdir("empty"));
+  const QString empty = dir.filePath("empty");
+  if (haveSafetensors()) {
+    const QString msg = openAndReadAllError(empty);
+    QVERIFY2(msg == empty + ": is a folder with no .safetensors files and no *.safetensors.index.json (a folder opens "
+                            "as a sharded safetensors model)",
+             qPrintable(msg));
+  }
 }
 
 // F5: a file that shrinks after open (a checkpoint rewritten in place while analysed) gives a one-line
@@ -1233,8 +1304,236 @@ void tst_TensorFile::nonRegularFile() {
   QVERIFY2(msg == path + ": " + expected + "; tensor files must be regular files", qPrintable(msg));
 }
 
+// Issue 13 item 4: an index and three shards read as one model: every tensor, shard by shard in file
+// order, bytes and float32 values exact, read in any order (shards are closed and reopened meanwhile).
+void tst_TensorFile::shardedIndexReadsAsOneModel() {
+  if (!haveSafetensors()) QSKIP("built without nlohmann-json");
+  QTemporaryDir dir;
+  const ShardedFixture m = shardedFixture();
+  writeFiles(dir, m.files());
+  const QString index = dir.filePath("model.safetensors.index.json");
+  auto f = qs::open_tensor_file(index.toStdString());
+  QCOMPARE(QString::fromStdString(f->kind()), QString("sharded safetensors"));
+  QCOMPARE(QString::fromStdString(f->path()), index);
+  QVERIFY(f->skipped().empty());
+  QList<StTensor> all;
+  for (const auto& shard : m.shard) all += shard;
+  QCOMPARE(f->tensors().size(), std::size_t(all.size()));
+  const qs::DType dtypes[] = {qs::DType::F32, qs::DType::F32, qs::DType::BF16, qs::DType::F16, qs::DType::F8E4M3, qs::DType::F32};
+  // Read 5, 0, 3, 1, 4, 2, then again 0..5: every shard is closed and reopened at least once.
+  const std::size_t order[] = {5, 0, 3, 1, 4, 2, 0, 1, 2, 3, 4, 5};
+  for (std::size_t i : order) {
+    const qs::TensorInfo& t = f->tensors()[i];
+    QCOMPARE(QByteArray::fromStdString(t.name), all[qsizetype(i)].name);
+    QCOMPARE(t.dtype, dtypes[i]);
+    QCOMPARE(t.shape, all[qsizetype(i)].shape);
+    QCOMPARE(bytesOf(f->read(i)), all[qsizetype(i)].data);
+    std::vector<float> want(t.numel()), got(t.numel());
+    qs::convert_to_f32(t.dtype, reinterpret_cast<const uint8_t*>(all[qsizetype(i)].data.constData()), t.numel(), want.data());
+    f->read_f32(i, got.data());
+    QVERIFY(std::memcmp(want.data(), got.data(), want.size() * 4) == 0);
+  }
+  // The bytes of a read outlive the model and its open shards.
+  qs::TensorBytes kept = f->read(2);
+  f.reset();
+  QCOMPARE(bytesOf(kept), all[2].data);
+  QVERIFY_THROWS_EXCEPTION(qs::IoError, qs::open_sharded_model(index.toStdString())->read(6));
+}
+
+// The folder forms: with an index (the index decides; another .safetensors beside it is named as not
+// read) and without one (every shard, by file name).
+void tst_TensorFile::shardedFolder_data() {
+  QTest::addColumn<bool>("withIndex");
+  QTest::newRow("folder with index") << true;
+  QTest::newRow("folder without index") << false;
+}
+
+void tst_TensorFile::shardedFolder() {
+  QFETCH(bool, withIndex);
+  if (!haveSafetensors()) QSKIP("built without nlohmann-json");
+  QTemporaryDir dir;
+  const ShardedFixture m = shardedFixture();
+  Files files = m.files();
+  if (!withIndex) files.removeLast();
+  writeFiles(dir, files);
+  const QByteArray consolidated = patternBytes(8, 9);
+  if (withIndex) writeFile(dir, "consolidated.safetensors", safetensorsImage({{"c", "F32", {2}, consolidated}}));
+  writeFile(dir, "config.json", R"({"hidden_size": 4})");  // other files of a model folder are not looked at
+  auto f = qs::open_tensor_file(dir.path().toStdString());
+  QCOMPARE(QString::fromStdString(f->kind()), QString("sharded safetensors"));
+  QCOMPARE(QString::fromStdString(f->path()), dir.path());
+  QList<StTensor> all;
+  for (const auto& shard : m.shard) all += shard;
+  QCOMPARE(f->tensors().size(), std::size_t(all.size()));
+  for (std::size_t i = 0; i < f->tensors().size(); ++i) {
+    QCOMPARE(QByteArray::fromStdString(f->tensors()[i].name), all[qsizetype(i)].name);
+    QCOMPARE(bytesOf(f->read(i)), all[qsizetype(i)].data);
+  }
+  if (withIndex) {
+    QCOMPARE(f->skipped().size(), std::size_t(1));
+    QCOMPARE(QString::fromStdString(f->skipped()[0]),
+             QString("consolidated.safetensors: a .safetensors file not named in model.safetensors.index.json, not read"));
+  } else {
+    QVERIFY(f->skipped().empty());
+  }
+  // A folder of one file is a model of one shard.
+  QTemporaryDir one;
+  writeFile(one, "model.safetensors", safetensorsImage({{"w", "F32", {2}, consolidated}}));
+  auto g = qs::open_tensor_file(one.path().toStdString());
+  QCOMPARE(g->tensors().size(), std::size_t(1));
+  QCOMPARE(bytesOf(g->read(0)), consolidated);
+}
+
+// Nothing vanishes: a shard tensor the index does not name, and a shard's own skipped entry (a dtype not
+// read), are listed in skipped(); the rest of the model reads.
+void tst_TensorFile::shardedListsWhatItDoesNotRead() {
+  if (!haveSafetensors()) QSKIP("built without nlohmann-json");
+  QTemporaryDir dir;
+  const QByteArray w = patternBytes(8, 1), v = patternBytes(4, 2);
+  writeFiles(dir, {{"a.safetensors", safetensorsImage({{"w", "F32", {2}, w}, {"extra", "F32", {1}, v}})},
+                   {"b.safetensors", safetensorsImage({{"v", "F32", {1}, v}, {"cplx", "C64", {1}, patternBytes(8)}})},
+                   {"m.safetensors.index.json", indexJson({{"w", "a.safetensors"}, {"v", "b.safetensors"},
+                                                           {"cplx", "b.safetensors"}})}});
+  auto f = qs::open_tensor_file(dir.filePath("m.safetensors.index.json").toStdString());
+  QCOMPARE(f->tensors().size(), std::size_t(2));
+  QCOMPARE(bytesOf(f->read(0)), w);
+  QCOMPARE(bytesOf(f->read(1)), v);
+  QCOMPARE(f->skipped().size(), std::size_t(2));
+  QCOMPARE(QString::fromStdString(f->skipped()[0]), QString("extra: in a.safetensors but not in the index, not read"));
+  QVERIFY2(QString::fromStdString(f->skipped()[1]).startsWith("b.safetensors: cplx: dtype C64 is complex"),
+           f->skipped()[1].c_str());
+  // Two spellings of one shard ("./a.safetensors", "a.safetensors") are one shard, not two holding 'w'.
+  const QString n = writeFile(dir, "n.safetensors.index.json",
+                              indexJson({{"w", "./a.safetensors"}, {"extra", "a.safetensors"}, {"v", "b.safetensors"}}));
+  auto g = qs::open_tensor_file(n.toStdString());
+  QCOMPARE(g->tensors().size(), std::size_t(3));
+  QCOMPARE(QString::fromStdString(g->tensors()[1].name), QString("extra"));
+  QCOMPARE(bytesOf(g->read(1)), v);
+  QCOMPARE(g->skipped().size(), std::size_t(1));
+}
+
+// Each bad index or shard set: one IoError line naming the file at fault (the index, or the folder when
+// it is the folder's shards that clash) and what is wrong.
+void tst_TensorFile::shardedBadInput_data() {
+  QTest::addColumn<Files>("files");
+  QTest::addColumn<QString>("open");    // what is opened, relative to the folder ("" = the folder)
+  QTest::addColumn<QString>("prefix");  // the message starts with <folder>/<prefix>: ("" = <folder>: )
+  QTest::addColumn<QString>("expected");
+  const QByteArray a = safetensorsImage({{"w", "F32", {2}, patternBytes(8)}});
+  const QByteArray b = safetensorsImage({{"v", "F32", {2}, patternBytes(8, 2)}});
+  const QByteArray bw = safetensorsImage({{"v", "F32", {2}, patternBytes(8, 2)}, {"w", "F32", {1}, patternBytes(4)}});
+  const QString idx = "model.safetensors.index.json";
+  auto index = [&](const QByteArray& json) { return qMakePair(idx, json); };
+  auto row = [&](const char* name, const Files& files, const QString& expected, const QString& open = "model.safetensors.index.json",
+                 const QString& prefix = "model.safetensors.index.json") {
+    QTest::newRow(name) << files << open << prefix << expected;
+  };
+  const Files ab = {{"a.safetensors", a}, {"b.safetensors", b}};
+  row("missing shard", Files{{"a.safetensors", a}} << index(indexJson({{"w", "a.safetensors"}, {"v", "b.safetensors"}})),
+      "shard 'b.safetensors' (named for 1 tensor, e.g. 'v') is missing: no file ");
+  row("missing shard, folder form", Files{{"a.safetensors", a}} << index(indexJson({{"w", "a.safetensors"}, {"v", "b.safetensors"}})),
+      "shard 'b.safetensors' (named for 1 tensor, e.g. 'v') is missing", "", idx);
+  row("tensor absent from its shard", Files(ab) << index(indexJson({{"w", "a.safetensors"}, {"x", "a.safetensors"}, {"v", "b.safetensors"}})),
+      "x: the index puts it in 'a.safetensors', which does not hold it");
+  row("tensor in two shards", Files{{"a.safetensors", a}, {"b.safetensors", bw}} << index(indexJson({{"w", "a.safetensors"}, {"v", "b.safetensors"}})),
+      "w: in two shards, 'a.safetensors' (as the index says) and 'b.safetensors'");
+  row("tensor in two shards, folder without index", Files{{"a.safetensors", a}, {"b.safetensors", bw}},
+      "w: in two shards, 'a.safetensors' and 'b.safetensors'", "", "");
+  row("tensor named twice in weight_map", Files(ab) << index(R"({"weight_map": {"w": "a.safetensors", "w": "b.safetensors"}})"),
+      "w: named twice in \"weight_map\"");
+  row("top-level key twice", Files(ab) << index(R"({"weight_map": {"w": "a.safetensors"}, "weight_map": {}})"),
+      "the index has the key 'weight_map' twice");
+  row("shard path ../", Files(ab) << index(indexJson({{"w", "../a.safetensors"}})),
+      "w: shard '../a.safetensors' leaves the index's folder ('..'); shards must lie in it");
+  row("shard path sub/../../", Files(ab) << index(indexJson({{"w", "sub/../../a.safetensors"}})), "leaves the index's folder");
+  row("shard path absolute", Files(ab) << index(indexJson({{"w", "/tmp/a.safetensors"}})),
+      "w: shard '/tmp/a.safetensors' is an absolute path; shards must lie in the index's folder");
+  row("shard name empty", Files(ab) << index(indexJson({{"w", ""}})), "w: shard '' is an empty name");
+  row("shard name with NUL", Files(ab) << index(R"({"weight_map": {"w": "a.safetensors\u0000.txt"}})"),
+      "w: shard 'a.safetensors\\x00.txt' holds a NUL byte");
+  row("shard not safetensors (pytorch index)", Files(ab) << qMakePair(QString("pytorch_model.bin.index.json"), indexJson({{"w", "pytorch_model-00001-of-00002.bin"}})),
+      "w: shard 'pytorch_model-00001-of-00002.bin' is not a .safetensors file (only safetensors shards are read)",
+      "pytorch_model.bin.index.json", "pytorch_model.bin.index.json");
+  row("malformed JSON", Files(ab) << index(R"({"weight_map": {"w": "a.safetensors",)"), "not valid JSON: parse error at line 1, column 38: syntax error");
+  row("empty index file", Files(ab) << index(""), "not valid JSON");
+  row("top level not an object", Files(ab) << index("[1, 2]"), "not a sharded-model index (a JSON object with \"weight_map\")");
+  row("no weight_map", Files(ab) << index(R"({"metadata": {}})"), "not a sharded-model index: no \"weight_map\" at the top level");
+  row("weight_map an array", Files(ab) << index(R"({"weight_map": ["a.safetensors"]})"),
+      "\"weight_map\" is not an object of tensor name -> shard file");
+  row("weight_map value a number", Files(ab) << index(R"({"weight_map": {"w": 3}})"),
+      "w: its shard in \"weight_map\" is not a string");
+  row("weight_map value an object", Files(ab) << index(R"({"weight_map": {"w": {"file": "a.safetensors"}}})"),
+      "w: its shard in \"weight_map\" is not a string");
+  row("weight_map empty", Files(ab) << index(R"({"weight_map": {}})"), "\"weight_map\" is empty: the index names no tensors");
+  row("nesting deeper than 32", Files(ab) << index("{\"metadata\":" + QByteArray(40, '[') + QByteArray(40, ']') + "}"),
+      "the index nests deeper than 32 levels");
+  row("name with control bytes is escaped", Files(ab) << index(R"({"weight_map": {"a\u001b[31mb": "../a.safetensors"}})"),
+      "a\\x1b[31mb: shard '../a.safetensors' leaves");
+  // A broken shard gives its own reader's line, which names the shard.
+  row("truncated shard", Files{{"a.safetensors", a.left(20)}, {"b.safetensors", b}} << index(indexJson({{"w", "a.safetensors"}, {"v", "b.safetensors"}})),
+      "header length", idx, "a.safetensors");
+  row("folder without shards", Files{{"notes.txt", "hello"}}, "is a folder with no .safetensors files", "", "");
+  row("folder with two indexes", Files(ab) << qMakePair(QString("x.safetensors.index.json"), indexJson({{"w", "a.safetensors"}}))
+                                          << qMakePair(QString("y.safetensors.index.json"), indexJson({{"v", "b.safetensors"}})),
+      "holds 2 sharded-model indexes ('x.safetensors.index.json', 'y.safetensors.index.json'); open one of them", "", "");
+  // Sizes: the index is refused from its size before it is read (sparse: no disk used).
+  row("index above 64 MiB", Files(ab) << index(QByteArray("SPARSE")), "67108865 bytes, above the 64 MiB limit for a sharded-model index");
+}
+
+void tst_TensorFile::shardedBadInput() {
+  QFETCH(Files, files);
+  QFETCH(QString, open);
+  QFETCH(QString, prefix);
+  QFETCH(QString, expected);
+  if (!haveSafetensors()) QSKIP("built without nlohmann-json");
+  QTemporaryDir dir;
+  writeFiles(dir, files);
+  for (const auto& [name, bytes] : files)
+    if (bytes == "SPARSE") QVERIFY(QFile::resize(dir.filePath(name), (64 << 20) + 1));
+  const QString path = open.isEmpty() ? dir.path() : dir.filePath(open);
+  const QString msg = openAndReadAllError(path);
+  QVERIFY2(!msg.isEmpty(), "no qs::IoError thrown");
+  if (qEnvironmentVariableIsSet("QS_SHOW_ERRORS")) qInfo("%s", qPrintable(msg));
+  QVERIFY2(!msg.contains('\n') && !msg.contains('\r'), qPrintable(msg));
+  const QString start = (prefix.isEmpty() ? dir.path() : dir.filePath(prefix)) + ": ";
+  QVERIFY2(msg.startsWith(start), qPrintable(msg));
+  QVERIFY2(msg.contains(expected), qPrintable(msg));
+}
+
+// A shard rewritten after the model was opened (a download finishing, say) gives one line when its
+// tensor is read, never another tensor's bytes; an open shard that shrinks says so as a single file does.
+void tst_TensorFile::shardedShardChangedAfterOpen() {
+  if (!haveSafetensors()) QSKIP("built without nlohmann-json");
+  QTemporaryDir dir;
+  writeFiles(dir, shardedFixture().files());
+  auto f = qs::open_tensor_file(dir.path().toStdString());
+  // Shards 1 and 2 were opened last and stay open; shard 0 is reopened on demand.
+  const QString s0 = dir.filePath("model-00001-of-00003.safetensors");
+  writeFile(dir, "model-00001-of-00003.safetensors", safetensorsImage({{"other", "F32", {2}, patternBytes(8)}}));
+  QString msg;
+  try {
+    f->read(0);
+  } catch (const qs::IoError& e) {
+    msg = QString::fromUtf8(e.what());
+  }
+  QVERIFY2(msg == s0 + ": model.layers.0.w: the shard changed since the model was opened (the tensor is no longer "
+                       "where it was)",
+           qPrintable(msg));
+  const QString s2 = dir.filePath("model-00003-of-00003.safetensors");
+  const qint64 size = QFileInfo(s2).size();
+  QCOMPARE(::truncate(QFile::encodeName(s2).constData(), off_t(size - 2)), 0);
+  msg.clear();
+  try {
+    std::vector<float> x(f->tensors()[5].numel());
+    f->read_f32(5, x.data());
+  } catch (const qs::IoError& e) {
+    msg = QString::fromUtf8(e.what());
+  }
+  QVERIFY2(msg.startsWith(s2 + ": changed size while reading"), qPrintable(msg));
+}
+
 // Not a check: with QS_FUZZ_CORPUS=DIR set, writes the seed corpora of tests/fuzz/ (DIR/npy, DIR/npz,
-// DIR/safetensors) from the same writers the tests use. `QS_FUZZ_CORPUS=tests/fuzz/corpus
+// DIR/safetensors, DIR/sharded) from the same writers the tests use. `QS_FUZZ_CORPUS=tests/fuzz/corpus
 // build/tests/tst_tensorfile writeFuzzCorpus`
 void tst_TensorFile::writeFuzzCorpus() {
   const QString root = qEnvironmentVariable("QS_FUZZ_CORPUS");
@@ -1274,6 +1573,17 @@ void tst_TensorFile::writeFuzzCorpus() {
   put("safetensors", "skipped_dtypes.safetensors",
       safetensorsImage({{"w", "F32", {2}, patternBytes(8)}, {"c", "C64", {1}, patternBytes(8)},
                         {"x", "F2_E1M0", {4}, "a"}}));
+
+  // Sharded-model indexes over the two shards that fuzz_sharded writes beside each input
+  // (model-00001-of-00002: a.w, a.b; model-00002-of-00002: b.w, b.c (C64), b.extra).
+  const QByteArray s1 = "model-00001-of-00002.safetensors", s2 = "model-00002-of-00002.safetensors";
+  put("sharded", "all.json", indexJson({{"a.b", s1}, {"a.w", s1}, {"b.c", s2}, {"b.extra", s2}, {"b.w", s2}}));
+  put("sharded", "subset.json", indexJson({{"a.w", s1}, {"b.w", s2}}));
+  put("sharded", "missing_shard.json", indexJson({{"a.w", s1}, {"x", "model-00003-of-00003.safetensors"}}));
+  put("sharded", "absent_tensor.json", indexJson({{"a.w", s1}, {"nope", s2}}));
+  put("sharded", "wrong_shard.json", indexJson({{"a.w", s2}, {"b.w", s2}}));
+  put("sharded", "escape.json", indexJson({{"a.w", "../" + s1}, {"b.w", "/" + s2}}));
+  put("sharded", "bad_values.json", R"({"metadata":{"total_size":[1,{"x":null}]},"weight_map":{"a.w":1,"b.w":"x.bin"}})");
 
 #ifdef QS_TEST_HAVE_ZIP
   // .npz: stored (np.savez) and deflated (np.savez_compressed), a non-tensor member, an empty archive.

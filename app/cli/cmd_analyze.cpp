@@ -24,7 +24,7 @@ void add_analyze(CLI::App& app) {
     uint64_t seed = 0;
   };
   static Opts o;
-  c->add_option("--in", o.in, ".npy, .npz, .safetensors or .onnx file (repeatable)")->required();
+  c->add_option("--in", o.in, ".npy, .npz, .safetensors or .onnx file, a sharded model's *.safetensors.index.json or its folder (repeatable)")->required();
   c->add_option("--scheme", o.schemes, "FORMAT[/tensor|/channel:<axis>|/block:<n>[:<scale format>]] (repeatable)")
       ->required();
   c->add_option("--tensor", o.tensor, "Only tensors whose name matches this regular expression");

@@ -203,6 +203,11 @@ std::size_t read_prefix(const std::string& path, std::array<uint8_t, 16>& buf) {
 }  // namespace
 
 std::unique_ptr<TensorFile> open_tensor_file(const std::string& path) {
+  // A folder, or a .json (`model.safetensors.index.json`): a sharded model, whose reader says so when
+  // the folder holds no shards or the JSON is not an index.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return open_sharded_model(path);
+  if (lower_extension(path) == ".json") return open_sharded_model(path);
   std::array<uint8_t, 16> head{};
   const std::size_t n = read_prefix(path, head);
   auto starts_with = [&](std::string_view magic) {
@@ -221,7 +226,7 @@ std::unique_ptr<TensorFile> open_tensor_file(const std::string& path) {
   if (n == 0) throw IoError(path + ": empty file, not a tensor file");
   throw IoError(path +
                 ": not a recognised tensor file (supported: .npy, .npz, .safetensors by their magic bytes; .onnx by "
-                "extension)");
+                "extension; a sharded model by its *.safetensors.index.json or folder)");
 }
 
 bool tensor_reader_available(const std::string& kind) {
@@ -230,7 +235,7 @@ bool tensor_reader_available(const std::string& kind) {
   if (kind == "npz") return true;
 #endif
 #ifdef QS_HAVE_JSON
-  if (kind == "safetensors") return true;
+  if (kind == "safetensors" || kind == "sharded safetensors") return true;
 #endif
 #ifdef QS_HAVE_PROTOBUF
   if (kind == "onnx") return true;
@@ -239,7 +244,7 @@ bool tensor_reader_available(const std::string& kind) {
 }
 
 // Stand-ins for readers this build lacks; the real ones live in npz_file.cpp, safetensors_file.cpp
-// and onnx_file.cpp, each compiled only with its library.
+// (and sharded_model.cpp) and onnx_file.cpp, each compiled only with its library.
 #ifndef QS_HAVE_LIBZIP
 std::unique_ptr<TensorFile> open_npz_file(const std::string& path) {
   throw IoError(path + ": this build has no .npz support (install libzip-dev and rebuild)");
@@ -248,6 +253,9 @@ std::unique_ptr<TensorFile> open_npz_file(const std::string& path) {
 #ifndef QS_HAVE_JSON
 std::unique_ptr<TensorFile> open_safetensors_file(const std::string& path) {
   throw IoError(path + ": this build has no .safetensors support (install nlohmann-json3-dev and rebuild)");
+}
+std::unique_ptr<TensorFile> open_sharded_model(const std::string& path) {
+  throw IoError(path + ": this build has no sharded safetensors support (install nlohmann-json3-dev and rebuild)");
 }
 #endif
 #ifndef QS_HAVE_PROTOBUF

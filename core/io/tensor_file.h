@@ -39,7 +39,7 @@ class TensorFile {
  public:
   virtual ~TensorFile() = default;
   const std::string& path() const { return path_; }
-  const std::string& kind() const { return kind_; }   // "npy", "npz", "safetensors", "onnx"
+  const std::string& kind() const { return kind_; }   // "npy", "npz", "safetensors", "onnx", "sharded safetensors"
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   // Reads tensor `index` into a buffer of its own (or points into a parsed model). Throws IoError
   // "<file>: <tensor>: <what is wrong>", and "<file>: changed size while reading ..." when the file
@@ -61,15 +61,26 @@ class TensorFile {
   std::vector<std::string> skipped_;
 };
 
-// Chooses the reader by magic bytes (falling back to the extension). Throws IoError.
+// Chooses the reader by magic bytes (falling back to the extension); a folder or a .json file (a
+// sharded model's index) opens with open_sharded_model. Throws IoError.
 std::unique_ptr<TensorFile> open_tensor_file(const std::string& path);
 
 std::unique_ptr<TensorFile> open_npy_file(const std::string& path);
 std::unique_ptr<TensorFile> open_npz_file(const std::string& path);          // needs libzip
 std::unique_ptr<TensorFile> open_safetensors_file(const std::string& path);  // needs nlohmann-json
 std::unique_ptr<TensorFile> open_onnx_file(const std::string& path);         // needs libprotobuf
+// A sharded Hugging Face checkpoint as one model (kind "sharded safetensors"; needs nlohmann-json): `path`
+// is a `*.safetensors.index.json` ({"weight_map": {"tensor": "model-00001-of-00003.safetensors", ...}}) or
+// a folder (its index if it has one, else every *.safetensors file in it). Tensors are listed shard by
+// shard (shards by name, each in its file order); read() opens the tensor's shard on demand and keeps
+// only a few open. Throws IoError for a missing shard, a tensor the index puts in a shard that lacks it,
+// a tensor in two shards, a shard name outside the folder, a malformed index or one above 64 MiB; a
+// shard tensor the index does not name is listed in skipped() ("<tensor>: in <shard> but not in the
+// index, not read"), as are the shards' own skipped entries ("<shard>: <entry>").
+//   auto m = qs::open_sharded_model("llama/model.safetensors.index.json");  // or "llama/"
+std::unique_ptr<TensorFile> open_sharded_model(const std::string& path);
 
-// Which of the optional readers this build has ("npz", "safetensors", "onnx").
+// Which of the optional readers this build has ("npz", "safetensors", "onnx", "sharded safetensors").
 bool tensor_reader_available(const std::string& kind);
 
 // A regular file read at fixed offsets with pread, never memory-mapped: its size is taken once at open,

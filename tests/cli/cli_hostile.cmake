@@ -170,6 +170,44 @@ else()
   message(STATUS "cli_hostile: .npz cases skipped (this build has no .npz reader)")
 endif()
 
+# Issue 13 item 4: a sharded model (index + 2 shards) is one model: one table whose file column is the
+# index or the folder, each tensor once; a shard tensor outside the index is named as not read; a bad
+# index is one line.
+foreach(v ok missing escape twice)
+  file(MAKE_DIRECTORY ${W}/sharded-${v})
+  gen(sharded ${W}/sharded-${v} ${v})
+endforeach()
+set(idx ${W}/sharded-ok/model.safetensors.index.json)
+foreach(in ${idx} ${W}/sharded-ok)
+  hostile(sharded-analyze OK ARGS analyze --in ${in} --scheme int8/tensor --scheme e4m3fn/tensor)
+  string(REPLACE "." "\\." rin "${in}")  # the path as a regex (build paths hold no other special characters)
+  string(REPLACE "+" "\\+" rin "${rin}")
+  string(REGEX MATCHALL "\n[^\n]+" rows "${out}")
+  list(LENGTH rows nrows)
+  foreach(t w0 w1 w2)
+    string(REGEX MATCHALL "\n${rin},${t},float32,2x4," hits "${out}")
+    list(LENGTH hits n)
+    if(NOT n EQUAL 2)
+      fail("sharded-analyze --in ${in}: tensor ${t} has ${n} rows, not one per scheme: ${out}")
+    endif()
+  endforeach()
+  if(NOT nrows EQUAL 6)
+    fail("sharded-analyze --in ${in}: ${nrows} rows, expected 3 tensors x 2 schemes: ${out}")
+  endif()
+  if(NOT err MATCHES "analyze: skipped ${rin}: extra: in model-00002-of-00002\\.safetensors but not in the index")
+    fail("sharded-analyze --in ${in}: the shard tensor outside the index is not named: ${err}")
+  endif()
+endforeach()
+hostile(sharded-missing ERR "model.safetensors.index.json: shard 'model-00003-of-00003.safetensors' \\(named for 1 tensor, e.g. 'w3'\\) is missing"
+        ARGS analyze --in ${W}/sharded-missing/model.safetensors.index.json --scheme int8/tensor)
+hostile(sharded-escape ERR "w2: shard '../model-00002-of-00002.safetensors' leaves the index's folder"
+        ARGS analyze --in ${W}/sharded-escape --scheme int8/tensor)
+hostile(sharded-twice ERR "w1: in two shards, 'model-00001-of-00002.safetensors' \\(as the index says\\) and 'model-00002"
+        ARGS analyze --in ${W}/sharded-twice/model.safetensors.index.json --scheme int8/tensor)
+file(WRITE ${W}/config.json "{\"hidden_size\": 4}")
+hostile(json-not-index ERR "config.json: not a sharded-model index: no \"weight_map\""
+        ARGS analyze --in ${W}/config.json --scheme int8/tensor)
+
 # F12: a FIFO as input fails at once instead of hanging.
 execute_process(COMMAND mkfifo ${W}/fifo.npy)
 hostile(path-in-fifo ERR "not a regular file" TIMEOUT 20 ARGS analyze --in ${W}/fifo.npy --scheme int8/tensor)

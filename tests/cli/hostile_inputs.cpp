@@ -5,6 +5,10 @@
 //   qs_hostile_inputs npy OUT.npy nan|inf|big64|ramp     float32 all-NaN / all-inf, float64 up to 1e300, float32 ramp
 //   qs_hostile_inputs npz-notes OUT.npz                  an .npz of members that are not .npy files
 //   qs_hostile_inputs npz-odd OUT.npz                    an .npz (stored zip): a tensor named a,"b<LF>c and notes.txt
+//   qs_hostile_inputs sharded DIR ok|missing|escape|twice   a sharded model: model.safetensors.index.json and two
+//                                                          shards (ok: shard 2 also holds 'extra', not in the index;
+//                                                          missing: the index names a third shard; escape: a shard
+//                                                          '../x.safetensors'; twice: 'w1' in both shards)
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -35,17 +39,48 @@ std::string json_escape(const std::string& s) {
   return out;
 }
 
-void write_safetensors(const std::string& path, const std::string& name) {
-  const std::string header = "{\"" + json_escape(name) + "\":{\"dtype\":\"F32\",\"shape\":[2,4],\"data_offsets\":[0,32]}}";
+// One float32 [2,4] tensor per name (values 0.25 * (i+1) * +-1, then scaled by the tensor's position).
+void write_safetensors(const std::string& path, const std::vector<std::string>& names) {
+  std::string header = "{";
+  for (std::size_t t = 0; t < names.size(); ++t)
+    header += std::string(t ? "," : "") + "\"" + json_escape(names[t]) + "\":{\"dtype\":\"F32\",\"shape\":[2,4],"
+              "\"data_offsets\":[" + std::to_string(32 * t) + "," + std::to_string(32 * (t + 1)) + "]}";
+  header += "}";
   std::ofstream out(path, std::ios::binary);
   const uint64_t n = header.size();
   for (int i = 0; i < 8; ++i) out.put(char((n >> (8 * i)) & 0xff));
   out << header;
-  for (int i = 0; i < 8; ++i) {
-    const float v = 0.25f * float(i + 1) * (i % 2 ? -1.0f : 1.0f);
-    out.write(reinterpret_cast<const char*>(&v), 4);
-  }
+  for (std::size_t t = 0; t < names.size(); ++t)
+    for (int i = 0; i < 8; ++i) {
+      const float v = 0.25f * float(i + 1) * (i % 2 ? -1.0f : 1.0f) * float(t + 1);
+      out.write(reinterpret_cast<const char*>(&v), 4);
+    }
   if (!out) throw std::runtime_error("cannot write " + path);
+}
+void write_safetensors(const std::string& path, const std::string& name) {
+  write_safetensors(path, std::vector<std::string>{name});
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+// A sharded Hugging Face model in `dir` (which must exist): the index and two shards.
+void write_sharded(const std::string& dir, const std::string& variant) {
+  const std::string s1 = "model-00001-of-00002.safetensors", s2 = "model-00002-of-00002.safetensors";
+  write_safetensors(dir + "/" + s1, std::vector<std::string>{"w0", "w1"});
+  write_safetensors(dir + "/" + s2, variant == "twice" ? std::vector<std::string>{"w2", "w1"}
+                                                       : std::vector<std::string>{"w2", "extra"});
+  std::string third = "\"w2\": \"" + s2 + "\"";
+  if (variant == "missing") third += ", \"w3\": \"model-00003-of-00003.safetensors\"";
+  if (variant == "escape") third = "\"w2\": \"../" + s2 + "\"";
+  if (variant != "ok" && variant != "missing" && variant != "escape" && variant != "twice")
+    throw std::runtime_error("sharded: unknown variant '" + variant + "'");
+  write_text(dir + "/model.safetensors.index.json",
+             "{\"metadata\": {\"total_size\": 96},\n \"weight_map\": {\"w0\": \"" + s1 + "\", \"w1\": \"" + s1 + "\", " +
+                 third + "}}\n");
 }
 
 uint32_t crc32(const std::vector<uint8_t>& d) {
@@ -91,6 +126,8 @@ int main(int argc, char** argv) try {
     write_safetensors(a[1], std::string(std::stoul(a[2]), 'L'));
   } else if (a.size() == 2 && a[0] == "st-ctrl") {
     write_safetensors(a[1], "bad\x1b[31m\nname,\"with\" comma");
+  } else if (a.size() == 3 && a[0] == "sharded") {
+    write_sharded(a[1], a[2]);
   } else if (a.size() == 2 && a[0] == "npz-odd") {
     std::vector<float> x(16);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i) - 7.5f;
@@ -115,7 +152,8 @@ int main(int argc, char** argv) try {
       qs::write_npy(a[1], qs::make_npy(qs::DType::F32, {8, 8}, x.data()));
     }
   } else {
-    std::fprintf(stderr, "usage: qs_hostile_inputs st-name OUT LEN | st-ctrl OUT | npy OUT nan|inf|big64|ramp\n");
+    std::fprintf(stderr, "usage: qs_hostile_inputs st-name OUT LEN | st-ctrl OUT | npy OUT nan|inf|big64|ramp | "
+                         "npz-notes OUT | npz-odd OUT | sharded DIR ok|missing|escape|twice\n");
     return 2;
   }
   return 0;
