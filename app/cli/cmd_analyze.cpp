@@ -60,6 +60,10 @@ void add_analyze(CLI::App& app) {
     // Open every file first so that a bad file fails before any work.
     std::vector<std::unique_ptr<TensorFile>> files;
     for (const std::string& p : o.in) files.push_back(open_tensor_file(p));
+    // A sharded model reads other files than the one named: none of them may be an output either.
+    for (const auto& f : files)
+      for (const std::string& src : f->source_files()) inputs.push_back({"--in", src});
+    check_distinct_files({{"--csv", o.csv}, {"--histogram-csv", o.hist}}, inputs);
     // Entries that are not tensors (an .npz member that is not an .npy file, ...): named, never silent.
     std::vector<std::string> not_tensors;
     for (const auto& f : files)

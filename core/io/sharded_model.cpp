@@ -124,6 +124,12 @@ class ShardedModel final : public TensorFile {
     shard_file(w.shard, index)->read_f32(w.local, out);
   }
 
+  std::vector<std::string> source_files() const override {
+    std::vector<std::string> out{path_};
+    for (const Shard& s : shards_) out.push_back(s.path);
+    return out;
+  }
+
  private:
   struct Where {
     std::size_t shard = 0, local = 0;  // the shard and the tensor's index within it

@@ -54,6 +54,9 @@ class TensorFile {
   // nothing vanishes silently; the CLI and the GUI show them. A file may open with no tensors and only
   // skipped entries; it is the caller that decides this is an error (`analyze` does).
   const std::vector<std::string>& skipped() const { return skipped_; }
+  // Every file the tensors are read from (the file itself; a sharded model's index and its shards): what an
+  // output must not overwrite.
+  virtual std::vector<std::string> source_files() const { return {path_}; }
 
  protected:
   std::string path_, kind_;

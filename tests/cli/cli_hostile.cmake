@@ -204,6 +204,13 @@ hostile(sharded-escape ERR "w2: shard '../model-00002-of-00002.safetensors' leav
         ARGS analyze --in ${W}/sharded-escape --scheme int8/tensor)
 hostile(sharded-twice ERR "w1: in two shards, 'model-00001-of-00002.safetensors' \\(as the index says\\) and 'model-00002"
         ARGS analyze --in ${W}/sharded-twice/model.safetensors.index.json --scheme int8/tensor)
+file(SIZE ${W}/sharded-ok/model-00002-of-00002.safetensors shard_size)
+hostile(csv-is-shard ERR "--csv is the input --in .*model-00002-of-00002.safetensors; refusing to overwrite an input"
+        ARGS analyze --in ${W}/sharded-ok --scheme int8/tensor --csv ${W}/sharded-ok/model-00002-of-00002.safetensors)
+file(SIZE ${W}/sharded-ok/model-00002-of-00002.safetensors shard_size2)
+if(NOT shard_size EQUAL shard_size2)
+  fail("csv-is-shard: the shard was overwritten")
+endif()
 file(WRITE ${W}/config.json "{\"hidden_size\": 4}")
 hostile(json-not-index ERR "config.json: not a sharded-model index: no \"weight_map\""
         ARGS analyze --in ${W}/config.json --scheme int8/tensor)
