@@ -52,15 +52,13 @@ void add_analyze(CLI::App& app) {
         throw std::runtime_error("--tensor '" + o.tensor + "' is not a valid regular expression (" + e.what() + ")");
       }
     }
-    std::vector<std::pair<std::string, std::string>> inputs;
-    for (const std::string& p : o.in) inputs.push_back({"--in", p});
-    check_distinct_files({{"--csv", o.csv}, {"--histogram-csv", o.hist}}, inputs);
     if (!o.csv.empty()) check_writable(o.csv);
     if (!o.hist.empty()) check_writable(o.hist);
     // Open every file first so that a bad file fails before any work.
     std::vector<std::unique_ptr<TensorFile>> files;
     for (const std::string& p : o.in) files.push_back(open_tensor_file(p));
-    // A sharded model reads other files than the one named: none of them may be an output either.
+    // No output may be an input: the files named, and the shards a sharded model reads besides its index.
+    std::vector<std::pair<std::string, std::string>> inputs;
     for (const auto& f : files)
       for (const std::string& src : f->source_files()) inputs.push_back({"--in", src});
     check_distinct_files({{"--csv", o.csv}, {"--histogram-csv", o.hist}}, inputs);

@@ -11,6 +11,7 @@
 // the rest; a final partial byte is accepted here). A C64 tensor or a dtype name the format does not
 // have is listed in skipped() with its reason, its data range still checked: it never fails the file.
 // Exercise: tests/tst_tensorfile.cpp, tests/fuzz/fuzz_safetensors.cpp.
+#include "io/json_checked.h"
 #include "util/printable.h"
 #include "io/tensor_file.h"
 
@@ -120,17 +121,15 @@ class SafetensorsFile final : public TensorFile {
 
     json header;
     try {
-      // Depth and duplicate keys are checked in a first pass (a duplicated tensor name or field would
-      // otherwise be silently resolved to the last one), then the DOM is built without a callback:
-      // nlohmann's callback parser rescans the parent object after every child, quadratic in tensors.
-      HeaderChecker checker(*this);
-      json::sax_parse(text.begin(), text.end(), &checker);
-      header = json::parse(text.begin(), text.end());
+      // Depth and duplicate keys (a duplicated tensor name or field must not be resolved to the last one).
+      header = parse_checked_json(
+          text, kMaxJsonDepth,
+          {.too_deep = [&] { fail("header nests deeper than " + std::to_string(kMaxJsonDepth) + " levels"); },
+           .duplicate = [&](const std::string& k, std::size_t depth, const std::string&) {
+             fail("header has the key '" + printable(k) + "' twice" + (depth == 1 ? "" : " in one entry"));
+           }});
     } catch (const json::exception& e) {
-      std::string_view what = e.what();
-      if (const std::size_t p = what.find("] "); what.starts_with("[json.exception.") && p != std::string_view::npos)
-        what.remove_prefix(p + 2);
-      fail("header is not valid JSON: " + printable(what, true, 300));
+      fail("header is not valid JSON: " + json_error_text(e));
     }
     if (!header.is_object()) fail("header is not a JSON object");
 
@@ -235,53 +234,6 @@ class SafetensorsFile final : public TensorFile {
     if (e.end > data_size)
       tfail(range + " run past the end of the data section (" + std::to_string(data_size) + " bytes)");
   }
-
-  // The SAX pass of parse(): nesting depth and duplicate keys, in one linear pass over the text.
-  class HeaderChecker : public nlohmann::json_sax<json> {
-   public:
-    explicit HeaderChecker(const SafetensorsFile& file) : file_(file) {}
-    bool start_object(std::size_t) override {
-      enter();
-      keys_.emplace_back();
-      return true;
-    }
-    bool end_object() override {
-      keys_.pop_back();
-      --depth_;
-      return true;
-    }
-    bool start_array(std::size_t) override {
-      enter();
-      return true;
-    }
-    bool end_array() override {
-      --depth_;
-      return true;
-    }
-    bool key(string_t& k) override {
-      if (!keys_.back().insert(k).second)
-        file_.fail("header has the key '" + printable(k) + "' twice" + (keys_.size() == 1 ? "" : " in one entry"));
-      return true;
-    }
-    bool null() override { return true; }
-    bool boolean(bool) override { return true; }
-    bool number_integer(number_integer_t) override { return true; }
-    bool number_unsigned(number_unsigned_t) override { return true; }
-    bool number_float(number_float_t, const string_t&) override { return true; }
-    bool string(string_t&) override { return true; }
-    bool binary(binary_t&) override { return true; }
-    // Rethrown so that syntax errors read as they did from json::parse.
-    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override { throw e; }
-
-   private:
-    void enter() {
-      if (depth_ >= kMaxJsonDepth) file_.fail("header nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-      ++depth_;
-    }
-    const SafetensorsFile& file_;
-    int depth_ = 0;
-    std::vector<std::unordered_set<std::string>> keys_;  // one per open object
-  };
 
   std::shared_ptr<const RandomAccessFile> file_;
   std::size_t data_start_ = 0;

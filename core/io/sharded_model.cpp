@@ -4,6 +4,7 @@
 // kOpenShards stay open), so memory follows the largest tensor, as with one file.
 // Exercise: tests/tst_tensorfile.cpp (sharded*), tests/fuzz/fuzz_sharded.cpp,
 // `quantscope-cli analyze --in model.safetensors.index.json --scheme e4m3fn/tensor` (or `--in FOLDER`).
+#include "io/json_checked.h"
 #include "util/printable.h"
 #include "io/tensor_file.h"
 
@@ -30,69 +31,6 @@ using json = nlohmann::json;
 constexpr uint64_t kMaxIndexBytes = 64ull << 20;  // real indexes are a few MB (DeepSeek-V3's ~9 MB)
 constexpr int kMaxJsonDepth = 32;                 // an index needs 2
 constexpr std::size_t kOpenShards = 2;            // shards kept open between reads
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-std::string json_error_text(const json::exception& e) {
-  std::string_view what = e.what();
-  if (const std::size_t p = what.find("] "); what.starts_with("[json.exception.") && p != std::string_view::npos)
-    what.remove_prefix(p + 2);
-  return printable(what, true, 300);
-}
-
-// Nesting depth and duplicate keys, checked in a SAX pass before the DOM is built: nlohmann keeps the
-// last of two equal keys silently, and a tensor named twice in weight_map must not be resolved that way.
-class IndexChecker : public nlohmann::json_sax<json> {
- public:
-  explicit IndexChecker(const std::string& path) : path_(path) {}
-  bool start_object(std::size_t) override {
-    enter();
-    keys_.emplace_back();
-    return true;
-  }
-  bool end_object() override {
-    keys_.pop_back();
-    --depth_;
-    return true;
-  }
-  bool start_array(std::size_t) override {
-    enter();
-    return true;
-  }
-  bool end_array() override {
-    --depth_;
-    return true;
-  }
-  bool key(string_t& k) override {
-    if (keys_.size() == 1) top_key_ = k;
-    if (!keys_.back().insert(k).second)
-      throw IoError(path_ + ": " + (keys_.size() == 2 && top_key_ == "weight_map"
-                                        ? printable(k) + ": named twice in \"weight_map\""
-                                        : "the index has the key '" + printable(k) + "' twice"));
-    return true;
-  }
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override { throw e; }
-
- private:
-  void enter() {
-    if (depth_ >= kMaxJsonDepth)
-      throw IoError(path_ + ": the index nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-    ++depth_;
-  }
-  const std::string& path_;
-  int depth_ = 0;
-  std::vector<std::unordered_set<std::string>> keys_;  // one per open object
-  std::string top_key_;                                // the top-level key being read
-};
 
 class ShardedModel final : public TensorFile {
  public:
@@ -162,9 +100,17 @@ class ShardedModel final : public TensorFile {
     file->read_exact(0, text.data(), text.size());
     json doc;
     try {
-      IndexChecker checker(index_path);
-      json::sax_parse(text.begin(), text.end(), &checker);
-      doc = json::parse(text.begin(), text.end());
+      // Depth and duplicate keys: a tensor named twice in weight_map must not be resolved to the last one.
+      doc = parse_checked_json(
+          text, kMaxJsonDepth,
+          {.too_deep = [&] {
+             throw IoError(index_path + ": the index nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+           },
+           .duplicate = [&](const std::string& k, std::size_t depth, const std::string& top_key) {
+             throw IoError(index_path + ": " + (depth == 2 && top_key == "weight_map"
+                                                    ? printable(k) + ": named twice in \"weight_map\""
+                                                    : "the index has the key '" + printable(k) + "' twice"));
+           }});
     } catch (const json::exception& e) {
       throw IoError(index_path + ": not valid JSON: " + json_error_text(e));
     }
@@ -260,7 +206,7 @@ class ShardedModel final : public TensorFile {
     if (p.is_absolute() || p.has_root_path()) bad("is an absolute path; shards must lie in the index's folder");
     for (const fs::path& part : p)
       if (part == "..") bad("leaves the index's folder ('..'); shards must lie in it");
-    if (!ends_with(shard, ".safetensors")) bad("is not a .safetensors file (only safetensors shards are read)");
+    if (!shard.ends_with(".safetensors")) bad("is not a .safetensors file (only safetensors shards are read)");
   }
 
   // The *.safetensors files of the folder, by name.
@@ -269,7 +215,7 @@ class ShardedModel final : public TensorFile {
     std::error_code ec;
     for (fs::directory_iterator it(folder_.empty() ? "." : folder_, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
-      if (!ends_with(name, ".safetensors")) continue;
+      if (!name.ends_with(".safetensors")) continue;
       std::error_code dir_ec;
       if (it->is_directory(dir_ec)) continue;
       names.push_back(name);
@@ -359,7 +305,7 @@ std::unique_ptr<TensorFile> open_sharded_model(const std::string& path) {
   std::error_code ec;
   for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (ends_with(name, ".safetensors.index.json")) indexes.push_back(name);
+    if (name.ends_with(".safetensors.index.json")) indexes.push_back(name);
   }
   if (ec) throw IoError(path + ": cannot list the folder: " + ec.message());
   std::sort(indexes.begin(), indexes.end());
