@@ -9,7 +9,7 @@ mode=${1:-run}
 jobs=$(nproc 2>/dev/null || echo 2)
 
 packages=(build-essential cmake ninja-build pkg-config libeigen3-dev libcli11-dev
-          libzip-dev nlohmann-json3-dev libprotobuf-dev protobuf-compiler zlib1g-dev dataset-fashion-mnist
+          libzip-dev nlohmann-json3-dev libgtest-dev libprotobuf-dev protobuf-compiler zlib1g-dev dataset-fashion-mnist
           qt6-base-dev qt6-svg-dev libqcustomplot-dev libgl-dev fonts-dejavu-core)
 
 install_missing() {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/dtype.h"
@@ -24,6 +25,11 @@ struct TensorInfo {
   std::string name;              // unique within the file
   DType dtype = DType::F32;
   std::vector<int64_t> shape;    // empty = scalar
+  // What the file stores when it is not `dtype` itself: a block-quantized type that the reader decodes
+  // exactly and read() hands out dequantized as `dtype` (GGUF "Q4_K", "MXFP4", ...); empty otherwise.
+  // `stored_bytes` is then the tensor's size in the file (the `info` command shows both).
+  std::string stored;
+  uint64_t stored_bytes = 0;
   std::size_t numel() const;
   std::size_t nbytes() const { return dtype_nbytes(dtype, numel()); }  // packed types: ceil(numel * bits / 8)
 };
@@ -54,6 +60,10 @@ class TensorFile {
   // nothing vanishes silently; the CLI and the GUI show them. A file may open with no tensors and only
   // skipped entries; it is the caller that decides this is an error (`analyze` does).
   const std::vector<std::string>& skipped() const { return skipped_; }
+  // The file's own key/value metadata, in file order, values as printable one-line text (GGUF's
+  // general.architecture, a safetensors "__metadata__", ONNX producer/opset, ...): `quantscope-cli info`
+  // and the GUI's file details show it. Long arrays are summarised by the reader ("[151936 strings]").
+  const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
   // Every file the tensors are read from (the file itself; a sharded model's index and its shards): what an
   // output must not overwrite.
   virtual std::vector<std::string> source_files() const { return {path_}; }
@@ -62,6 +72,7 @@ class TensorFile {
   std::string path_, kind_;
   std::vector<TensorInfo> tensors_;
   std::vector<std::string> skipped_;
+  std::vector<std::pair<std::string, std::string>> metadata_;
 };
 
 // Chooses the reader by magic bytes (falling back to the extension); a folder or a .json file (a
