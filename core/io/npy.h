@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "format/float16.h"  // half_to_float / float_to_half, which .npy files need
 #include "io/dtype.h"
 
 namespace qs {
@@ -56,9 +57,5 @@ NpyArray make_npy(DType dtype, const std::vector<int64_t>& shape, const void* da
 // Converts any supported dtype (float16 exactly) to float32 / float64.
 std::vector<float> to_float32(const NpyArray& a);
 std::vector<double> to_float64(const NpyArray& a);
-
-// Exact float16 <-> float32 conversions (round to nearest even on the way down).
-float half_to_float(uint16_t h);
-uint16_t float_to_half(float f);
 
 }  // namespace qs
