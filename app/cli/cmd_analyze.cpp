@@ -69,7 +69,7 @@ void add_analyze(CLI::App& app) {
 
     std::ostringstream csv, hist;
     csv << "file,tensor,dtype,shape,numel,scheme,amax,mse,sqnr_db,max_abs_err,mean_abs_err,overflow_count,"
-           "underflow_count,nan_count\n";
+           "underflow_count,nan_count,bits_per_value\n";
     if (!o.hist.empty()) hist << "file,tensor,scheme,kind,bin_lo,bin_hi,count\n";
     AnalyzeSummary total;
     std::size_t rows = 0;
@@ -81,11 +81,12 @@ void add_analyze(CLI::App& app) {
             ++rows;
             const TensorInfo& t = *r.tensor;
             const ErrorMetrics& m = r.metrics;
-            csv << csv_field(file->path()) << ',' << csv_field(t.name) << ',' << to_string(t.dtype) << ',' << shape_string(t.shape) << ','
+            csv << csv_field(file->path()) << ',' << csv_field(t.name) << ','
+                << (t.stored.empty() ? std::string(to_string(t.dtype)) : csv_field(t.stored)) << ',' << shape_string(t.shape) << ','
                 << t.numel() << ',' << csv_field(r.scheme->text) << ',' << fmt_value(r.out.amax) << ',' << fmt_value(m.mse())
                 << ',' << fmt_value(m.sqnr_db()) << ',' << fmt_value(m.max_abs_e) << ','
                 << fmt_value(m.mean_abs_error()) << ',' << r.out.stats.overflow << ',' << r.out.stats.underflow << ','
-                << r.out.stats.nan << '\n';
+                << r.out.stats.nan << ',' << fmt_value(bits_per_value(*r.scheme, t.shape)) << '\n';
             if (!o.hist.empty()) hist << histogram_csv_rows(m, csv_field(file->path()) + "," + csv_field(t.name) + "," + csv_field(r.scheme->text) + ",");
           },
           o.threads, [&](std::size_t done, std::size_t n) {
@@ -103,7 +104,8 @@ void add_analyze(CLI::App& app) {
     }
     const std::string axis_note =
         total.skipped_axis ? ", " + std::to_string(total.skipped_axis) +
-                                 " tensor x scheme pairs skipped (channel axis beyond the tensor's rank)"
+                                 " tensor x scheme pairs skipped (channel axis beyond the tensor's rank, or a last axis that is not a "
+                                 "whole number of ggml blocks)"
                            : "";
     if (rows == 0) {  // nothing was analysed: say why instead of printing a header-only CSV with exit 0
       throw std::runtime_error(

@@ -36,6 +36,10 @@ AnalyzeSummary analyze_file(const TensorFile& file, const std::vector<Scheme>& s
       sum.bytes += t.nbytes();
     }
     for (const Scheme& s : schemes) {
+      if (!ggml_rows_fit(s, t.shape)) {  // llama.cpp would not store this tensor in s's type either
+        ++sum.skipped_axis;
+        continue;
+      }
       if (s.granularity == Granularity::Channel) {
         const int rank = int(t.shape.size());
         if (s.axis >= rank || s.axis < -rank) {

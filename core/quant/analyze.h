@@ -24,7 +24,8 @@ struct AnalyzeRow {
 struct AnalyzeSummary {
   std::size_t analysed = 0;      // tensors
   std::size_t skipped = 0;       // non-float or fewer than 2 elements
-  std::size_t skipped_axis = 0;  // tensor x scheme pairs whose channel axis exceeds the rank
+  std::size_t skipped_axis = 0;  // tensor x scheme pairs the scheme cannot apply to: a channel axis beyond
+                                 // the rank, or a ggml scheme on a last axis that is not whole blocks
   std::size_t bytes = 0;         // tensor bytes read
   bool cancelled = false;
 };

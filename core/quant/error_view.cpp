@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "format/ggml_quantize.h"
 #include "format/quantize.h"
 #include "quant/error_view_simd.h"
 #include "quant/reduce_simd.h"
@@ -282,7 +283,9 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
     apply_progress = [&](std::size_t d, std::size_t t) {
       return progress(t ? std::size_t(double(n) * double(d) / double(t)) : n, total);
     };
-  v.out = apply_scheme(s, x, shape, y.data(), threads, apply_progress, &v.metrics);
+  ClipRanges ggml_ranges;  // ggml schemes: each sub-block's clip interval, as apply_scheme decided it
+  v.out = apply_scheme(s, x, shape, y.data(), threads, apply_progress, &v.metrics,
+                       s.rule == ScaleRule::GgmlBlock ? &ggml_ranges : nullptr);
   if (v.out.cancelled) {
     v.cancelled = true;
     return v;
@@ -324,7 +327,46 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
   const SimdLevel level = best_simd_level();
   const char* unit = "tensor";
   bool ok = true;
-  if (gran == Granularity::Tensor) {
+  if (s.rule == ScaleRule::GgmlBlock) {
+    // ggml's blocks: each sub-block (its own scale and min) clipped at the interval its codes cover, as
+    // apply_scheme counted it; the grid drawn is the sub-block holding the tensor's amax.
+    unit = "sub-block";
+    const std::size_t sub = ggml_ranges.group, count = ggml_ranges.lo.size();
+    const double codes = double(ggml::sub_block_code_count(*s.ggml));
+    std::vector<float> amax(count, 0.0f);
+    ok = parallel_chunks(count, std::max<std::size_t>(1, (std::size_t(1) << 16) / std::max<std::size_t>(sub, 1)),
+                         threads, [&](std::size_t gb, std::size_t ge) {
+      Local h(opt.value_bins);
+      ErrorCodeParams p = params;
+      p.interval = true;
+      for (std::size_t gi = gb; gi < ge; ++gi) {
+        p.clip_lo = ggml_ranges.lo[gi];
+        p.clip_hi = ggml_ranges.hi[gi];
+        pass_run(x + gi * sub, y.data() + gi * sub, sub, p, level, h);
+        float a = 0.0f;
+        for (std::size_t i = 0; i < sub; ++i)
+          if (std::isfinite(x[gi * sub + i])) a = std::max(a, std::fabs(x[gi * sub + i]));
+        amax[gi] = a;
+      }
+      merge(h);
+    }, pass_progress);
+    if (ok && count) {
+      const std::size_t pick = std::size_t(std::max_element(amax.begin(), amax.end()) - amax.begin());
+      const double lo_v = ggml_ranges.lo[pick], hi_v = ggml_ranges.hi[pick], step = (hi_v - lo_v) / codes;
+      std::vector<double> vals;
+      for (int k = 0; k < int(codes); ++k) vals.push_back(lo_v + step * (k + 0.5));
+      GridOverlay& g = v.grid;
+      g.groups = count;
+      g.group = pick;
+      g.scale = float(step);
+      g.total_values = vals.size();
+      const auto first = std::lower_bound(vals.begin(), vals.end(), v.values.lo);
+      const auto last = std::upper_bound(vals.begin(), vals.end(), v.values.hi);
+      g.values.assign(first == vals.begin() ? first : first - 1, last == vals.end() ? last : last + 1);
+      g.note = "sub-block " + std::to_string(pick) + " of " + std::to_string(count) + " (largest amax, step " +
+               scale_text(float(step)) + ", " + std::to_string(int(codes)) + " codes)";
+    }
+  } else if (gran == Granularity::Tensor) {
     MinMaxAcc mm{level};
     if (is_affine(f)) mm.add(x, n);  // the zero point needs the signed range
     else mm.amax = v.out.amax, mm.any = v.out.amax > 0;
@@ -411,7 +453,7 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
   finish_histogram(v.abs_error, totals.abs);
   finish_histogram(v.rel_error, totals.rel);
   for (int c = kErrCodes; c < 2 * kErrCodes; ++c) v.clipped += totals.abs[std::size_t(c)];
-  make_grid(s, groups, opt.grid_group, unit, v.values, v.grid);
+  if (s.rule != ScaleRule::GgmlBlock) make_grid(s, groups, opt.grid_group, unit, v.values, v.grid);
   return v;
 }
 

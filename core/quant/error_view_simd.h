@@ -12,15 +12,19 @@ namespace qs::detail {
 
 // Codes of one element. Value: 0..bins-1, then bins + kBelow / kAbove / kNan / kPosInf / kNegInf.
 // Error: the float32 exponent field of the magnitude (0 = subnormal, 1..254 = normal), or kNonFinite /
-// kZero / kUndefined / kSkip (x not finite); clipped elements (|x| > bound) get + kErrCodes.
+// kZero / kUndefined / kSkip (x not finite); clipped elements (x outside [low(), high()]) get + kErrCodes.
 // (Plain constants, not an enum: vector extensions only mix with int scalars.)
 inline constexpr int32_t kBelow = 0, kAbove = 1, kNan = 2, kPosInf = 3, kNegInf = 4, kValueExtra = 5;
 inline constexpr int32_t kNonFinite = 255, kZero = 256, kUndefined = 257, kSkip = 258, kErrCodes = 259;
 
 struct ErrorCodeParams {
   double lo, hi, inv;  // value bin = min(trunc((x - lo) * inv), bins - 1) for lo <= x <= hi
-  double bound;        // the group's clip bound
+  double bound;        // the group's clip bound: x is clipped when |x| > bound ...
   int32_t bins;
+  bool interval = false;        // ... or, when set, when x lies outside [clip_lo, clip_hi] (ggml's blocks,
+  double clip_lo = 0, clip_hi = 0;  // whose codes cover an interval that is not symmetric about 0)
+  double low() const { return interval ? clip_lo : -bound; }
+  double high() const { return interval ? clip_hi : bound; }
 };
 
 void error_codes_generic(const float* x, const float* q, std::size_t n, const ErrorCodeParams& p, int32_t* vcode,
@@ -62,7 +66,7 @@ inline void error_code_one(float xf, float qf, const ErrorCodeParams& p, int32_t
   else if (a == kNonFinite) r = kNonFinite;
   else if (ax == 0) r = kUndefined;
   else r = int32_t(((rb >> 23) & 0xff) > 254 ? 254 : (rb >> 23) & 0xff);  // a ratio past FLT_MAX: top bin
-  if (double(ax) > p.bound) a += kErrCodes, r += kErrCodes;
+  if (xd > p.high() || xd < p.low()) a += kErrCodes, r += kErrCodes;
 }
 
 }  // namespace qs::detail

@@ -23,7 +23,7 @@ void QS_EV_CAT(error_codes_, QS_SUFFIX)(const float* x, const float* q, std::siz
                                         int32_t* vcode, int32_t* acode, int32_t* rcode) {
   const vhi zi = {};
   const vd zd = {};
-  const vd lo = zd + p.lo, hi = zd + p.hi, inv = zd + p.inv, bound = zd + p.bound, top = zd + double(p.bins - 1);
+  const vd lo = zd + p.lo, hi = zd + p.hi, inv = zd + p.inv, clo = zd + p.low(), chi = zd + p.high(), top = zd + double(p.bins - 1);
   const vhi bins = zi + p.bins;
   std::size_t i = 0;
   for (; i + ND <= n; i += ND) {
@@ -67,8 +67,7 @@ void QS_EV_CAT(error_codes_, QS_SUFFIX)(const float* x, const float* q, std::siz
     r = xzero ? zi + kUndefined : r;
     r = eexp == kNonFinite ? zi + kNonFinite : r;
     r = ezero ? (xzero ? zi + kUndefined : zi + kZero) : r;
-    const vd axd = __builtin_convertvector(ax, vd);
-    const vhi clip = __builtin_convertvector(axd > bound, vhi) & kErrCodes;
+    const vhi clip = __builtin_convertvector((xd > chi) | (xd < clo), vhi) & kErrCodes;
     a = finite ? a + clip : zi + kSkip;
     r = finite ? r + clip : zi + kSkip;
     std::memcpy(vcode + i, &v, sizeof v);

@@ -76,7 +76,12 @@ void histogram_pass(ErrorMetrics& m, const float* x, const float* q, std::size_t
 }  // namespace
 
 void accumulate_metrics(ErrorMetrics& m, const float* x, const float* q, std::size_t n, float scale, double bound) {
-  const ErrorSums s = error_sums_f32(x, q, n, bound);
+  accumulate_metrics(m, x, q, n, scale, -bound, bound);
+}
+
+void accumulate_metrics(ErrorMetrics& m, const float* x, const float* q, std::size_t n, float scale, double clip_lo,
+                        double clip_hi) {
+  const ErrorSums s = error_sums_f32(x, q, n, clip_lo, clip_hi);
   m.count += s.count;
   m.sum_x2 += s.sx2;
   m.sum_e2 += s.se2;

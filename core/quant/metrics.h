@@ -43,6 +43,9 @@ struct ErrorMetrics {
 
 // Accumulates one group of n elements quantized with scale s and clip bound B (see clip_bound in scheme.h).
 void accumulate_metrics(ErrorMetrics& m, const float* x, const float* q, std::size_t n, float scale, double bound);
+// The same with an interval [clip_lo, clip_hi] instead of [-B, B] (ggml's blocks: see reduce_simd.h).
+void accumulate_metrics(ErrorMetrics& m, const float* x, const float* q, std::size_t n, float scale, double clip_lo,
+                        double clip_hi);
 
 // "kind,bin_lo,bin_hi,count" rows (kind = abs_error | rel_error | binade), non-empty bins only,
 // each line prefixed by `prefix` (e.g. "file,tensor,scheme,").

@@ -13,13 +13,14 @@ void minmax_f32(const float* x, std::size_t n, float& lo, float& hi, SimdLevel l
   }
 }
 
-ErrorSums error_sums_f32(const float* x, const float* q, std::size_t n, double bound, SimdLevel level) {
+ErrorSums error_sums_f32(const float* x, const float* q, std::size_t n, double clip_lo, double clip_hi,
+                         SimdLevel level) {
   switch (level) {
 #if defined(QS_HAVE_X86_SIMD)
-    case SimdLevel::Avx512: return detail::error_sums_f32_avx512(x, q, n, bound);
-    case SimdLevel::Avx2: return detail::error_sums_f32_avx2(x, q, n, bound);
+    case SimdLevel::Avx512: return detail::error_sums_f32_avx512(x, q, n, clip_lo, clip_hi);
+    case SimdLevel::Avx2: return detail::error_sums_f32_avx2(x, q, n, clip_lo, clip_hi);
 #endif
-    default: return detail::error_sums_f32_generic(x, q, n, bound);
+    default: return detail::error_sums_f32_generic(x, q, n, clip_lo, clip_hi);
   }
 }
 

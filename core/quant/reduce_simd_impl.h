@@ -43,11 +43,12 @@ void QS_CAT(minmax_f32_, QS_SUFFIX)(const float* x, std::size_t n, float& lo_out
   hi_out = h;
 }
 
-ErrorSums QS_CAT(error_sums_f32_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, double bound) {
+ErrorSums QS_CAT(error_sums_f32_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, double clip_lo,
+                                             double clip_hi) {
   const vd zero = {};
   vd sx2 = zero, se2 = zero, sae = zero, sc2 = zero, sr2 = zero, mae = zero;
   vl cnt = {}, clipped = {};
-  const vd hi = zero + bound, lo = zero - bound, big = zero + double(FLT_MAX);
+  const vd hi = zero + clip_hi, lo = zero + clip_lo, big = zero + double(FLT_MAX);
   std::size_t i = 0;
   for (; i + ND <= n; i += ND) {
     vhf xf, qf;
@@ -85,7 +86,7 @@ ErrorSums QS_CAT(error_sums_f32_, QS_SUFFIX)(const float* x, const float* q, std
     const double xi = x[i];
     if (!std::isfinite(xi)) continue;
     const double e = xi - double(q[i]), ae = std::fabs(e);
-    const double cx = std::clamp(xi, -bound, bound);
+    const double cx = std::clamp(xi, clip_lo, clip_hi);
     ++s.count;
     s.sx2 += xi * xi;
     s.se2 += e * e;

@@ -38,6 +38,9 @@ enum class ScaleRule : uint8_t {
                      // the CUDA quantize_int8 kernels it checks: s = max(amax / 127, 1e-8) in float32. It
                      // differs from Amax only for amax < 1.27e-6, where it gives 1e-8 (Amax: amax / 127,
                      // at least FLT_MIN; 1 for amax = 0). Not a scheme rule: parse_scheme never picks it.
+  GgmlBlock,  // llama.cpp's block formats (q4_0 ... q6_k): the scales are chosen by ggml's quantizer from the
+              // whole block (format/ggml_quantize.h), not from group statistics; apply_scheme calls that
+              // quantizer and never group_scale, which answers 1 for this rule.
 };
 
 inline const char* to_string(ScaleRule r) {
@@ -48,6 +51,7 @@ inline const char* to_string(ScaleRule r) {
     case ScaleRule::TwoLevel: return "two-level";
     case ScaleRule::Affine: return "affine";
     case ScaleRule::Int8Symmetric127: return "int8-symmetric-127";
+    case ScaleRule::GgmlBlock: return "ggml-block";
   }
   return "?";
 }
@@ -170,6 +174,8 @@ QS_HD GroupScale group_scale(const ScaleRuleParams& p, const GroupStats& g, floa
     }
     case ScaleRule::Int8Symmetric127:
       r.scale = int8_symmetric127_scale(static_cast<float>(amax));
+      break;
+    case ScaleRule::GgmlBlock:
       break;
   }
   return r;

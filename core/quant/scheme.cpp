@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "format/ggml_quantize.h"
 #include "format/quantize.h"
 #include "quant/metrics.h"
 #include "quant/reduce_simd.h"
@@ -87,10 +88,76 @@ ScaleRuleParams scale_rule_params(const Scheme& s) {
   return scale_rule_params(s.rule, s.format, s.scale_format ? &*s.scale_format : nullptr);
 }
 
+namespace {
+
+// The ggml block formats with a quantizer, by the scheme names they take (llama.cpp's type names, lower case).
+struct GgmlScheme {
+  const char* name;
+  ggml::BlockType type;
+  const char* codes;  // the format that holds the codes
+};
+constexpr GgmlScheme kGgmlSchemes[] = {
+    {"q4_0", ggml::BlockType::Q4_0, "uint4"}, {"q4_1", ggml::BlockType::Q4_1, "uint4"},
+    {"q5_0", ggml::BlockType::Q5_0, "uint8"}, {"q5_1", ggml::BlockType::Q5_1, "uint8"},
+    {"q8_0", ggml::BlockType::Q8_0, "int8"},  {"q4_k", ggml::BlockType::Q4_K, "uint4"},
+    {"q5_k", ggml::BlockType::Q5_K, "uint8"}, {"q6_k", ggml::BlockType::Q6_K, "uint8"},
+};
+
+}  // namespace
+
+bool ggml_rows_fit(const Scheme& s, const std::vector<int64_t>& shape) {
+  if (!s.ggml) return true;
+  return !shape.empty() && shape.back() > 0 && shape.back() % s.block == 0;
+}
+
+double bits_per_value(const Scheme& s, const std::vector<int64_t>& shape) {
+  double n = 1;
+  for (int64_t d : shape) n *= double(d);
+  const double bits = s.format.bits;
+  if (s.ggml) {
+    const ggml::BlockInfo& b = ggml::block_info(*s.ggml);
+    return 8.0 * b.block_bytes / b.block_elems;
+  }
+  if (n <= 0) return bits;
+  const double per_group = 32.0 + (s.rule == ScaleRule::Affine ? bits : 0.0);  // fp32 scale (+ zero point)
+  switch (s.granularity) {
+    case Granularity::None: return bits;
+    case Granularity::Tensor: return bits + per_group / n;
+    case Granularity::Channel: {
+      const int rank = int(shape.size());
+      const int axis = s.axis < 0 ? s.axis + rank : s.axis;
+      const double channels = axis >= 0 && axis < rank ? double(shape[std::size_t(axis)]) : 1.0;
+      return bits + per_group * channels / n;
+    }
+    case Granularity::Block: {
+      const double L = shape.empty() ? 1.0 : double(shape.back());
+      const double groups = L > 0 ? std::ceil(L / s.block) * (n / L) : 0.0;
+      const double scale_bits = s.scale_format ? double(s.scale_format->bits) : 32.0;
+      const double zp_bits = s.rule == ScaleRule::Affine ? bits : 0.0;
+      return bits + groups * (scale_bits + zp_bits) / n + (s.rule == ScaleRule::TwoLevel ? 32.0 / n : 0.0);
+    }
+  }
+  return bits;
+}
+
 Scheme parse_scheme(std::string_view text, const EncodeOptions& options) {
   Scheme s;
   s.options = options;
   const std::string t(text);
+  {
+    std::string lower = t;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const GgmlScheme& g : kGgmlSchemes) {
+      if (lower != g.name) continue;
+      s.text = g.name;
+      s.ggml = g.type;
+      s.format = parse_format(g.codes);
+      s.granularity = Granularity::Block;
+      s.block = int(ggml::block_info(g.type).block_elems);
+      s.rule = ScaleRule::GgmlBlock;
+      return s;
+    }
+  }
   const std::size_t slash = t.find('/');
   s.format = parse_format(t.substr(0, slash));
   std::string gran = slash == std::string::npos ? "tensor" : t.substr(slash + 1);
@@ -134,8 +201,83 @@ Scheme parse_scheme(std::string_view text, const EncodeOptions& options) {
   return s;
 }
 
+namespace {
+
+// A ggml scheme: rows along the last axis, each quantized by ggml's reference quantizer and decoded by its
+// dequantizer, so y holds exactly the values llama.cpp would compute from the blocks.
+SchemeOutput apply_ggml(const Scheme& s, const float* x, const std::vector<int64_t>& shape, float* y, int threads,
+                        const ProgressFn& progress, ErrorMetrics* metrics, ClipRanges* clip) {
+  SchemeOutput out;
+  if (!ggml_rows_fit(s, shape))
+    throw FormatError("scheme " + s.text + ": the last axis (" +
+                      (shape.empty() ? std::string("a 0-d tensor has none") : std::to_string(shape.back())) +
+                      ") is not a whole number of blocks of " + std::to_string(s.block) +
+                      ", which ggml's block formats need");
+  const ggml::BlockType type = *s.ggml;
+  std::size_t n = 1;
+  for (int64_t d : shape) n *= static_cast<std::size_t>(d);
+  const std::size_t L = static_cast<std::size_t>(shape.back()), rows = n / L;
+  const std::size_t sub = ggml::sub_block_elems(type), subs_per_row = L / sub;
+  if (clip) {
+    clip->group = sub;
+    clip->lo.assign(rows * subs_per_row, 0.0);
+    clip->hi.assign(rows * subs_per_row, 0.0);
+  }
+  std::mutex mu;
+  threads = resolve_threads(threads);
+  out.cancelled = !parallel_chunks(rows, std::max<std::size_t>(1, (std::size_t(1) << 16) / L), threads,
+                                   [&](std::size_t rb, std::size_t re) {
+    std::vector<float> row(L);
+    std::vector<uint8_t> blocks(ggml::quantized_bytes(type, L));
+    std::vector<double> lo(subs_per_row), hi(subs_per_row);
+    EncodeStats st;
+    ErrorMetrics local;
+    local.histograms = metrics && metrics->histograms;
+    double amax = 0;
+    for (std::size_t r = rb; r < re; ++r) {
+      const float* xr = x + r * L;
+      float* yr = y + r * L;
+      for (std::size_t i = 0; i < L; ++i) {
+        row[i] = std::isfinite(xr[i]) ? xr[i] : 0.0f;
+        amax = std::max(amax, double(std::fabs(row[i])));
+      }
+      ggml::quantize_ref(type, row.data(), L, blocks.data());
+      ggml::dequantize(type, blocks.data(), L, yr);
+      ggml::clip_ranges(type, blocks.data(), L, lo.data(), hi.data());
+      for (std::size_t k = 0; k < subs_per_row; ++k) {
+        const float* xs = xr + k * sub;
+        float* ys = yr + k * sub;
+        for (std::size_t i = 0; i < sub; ++i) {
+          if (std::isnan(xs[i])) ++st.nan, ys[i] = xs[i];
+          else if (std::isinf(xs[i])) ++st.overflow, ys[i] = xs[i];
+          else if (xs[i] < lo[k] || xs[i] > hi[k]) ++st.overflow;
+          else if (xs[i] != 0 && ys[i] == 0) ++st.underflow;
+        }
+        // The sub-block's step |d| is its scale (the binade histogram's |x / s|): half the clip interval's
+        // width over the code count would be the same; the step is what the block stores.
+        const double width = hi[k] - lo[k];
+        const float step = float(width / (ggml::sub_block_code_count(type)));
+        if (metrics) accumulate_metrics(local, xs, ys, sub, step > 0 ? step : 1.0f, lo[k], hi[k]);
+        if (clip) {
+          clip->lo[r * subs_per_row + k] = lo[k];
+          clip->hi[r * subs_per_row + k] = hi[k];
+        }
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    out.stats += st;
+    out.amax = std::max(out.amax, amax);
+    out.groups += (re - rb) * subs_per_row;
+    if (metrics) *metrics += local;
+  }, progress);
+  return out;
+}
+
+}  // namespace
+
 SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int64_t>& shape, float* y, int threads,
-                          const ProgressFn& progress, ErrorMetrics* metrics) {
+                          const ProgressFn& progress, ErrorMetrics* metrics, ClipRanges* clip) {
+  if (s.rule == ScaleRule::GgmlBlock) return apply_ggml(s, x, shape, y, threads, progress, metrics, clip);
   SchemeOutput out;
   std::size_t n = 1;
   for (int64_t d : shape) n *= static_cast<std::size_t>(d);

@@ -15,6 +15,7 @@
 
 #include "format/encode_simd.h"
 #include "format/format.h"
+#include "format/ggml_blocks.h"
 #include "quant/metrics.h"
 #include "quant/scale_rule.h"
 #include "util/parallel.h"
@@ -36,9 +37,25 @@ struct Scheme {
   // The scale rule, resolved by parse_scheme from the formats and granularity: None (/none), Affine
   // (unsigned integers), MxE8m0 (block scales in E8M0), TwoLevel (block scales in another format), else Amax.
   ScaleRule rule = ScaleRule::Amax;
+  // llama.cpp's block formats ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k", "q5_k", "q6_k"): rule GgmlBlock,
+  // granularity Block with block = the (super-)block length, and `format` the container of the codes
+  // (int8 for q8_0, uint4 for the 4-bit types, uint8 for the 5- and 6-bit ones). Rows along the last axis
+  // are quantized by ggml's reference quantizer (format/ggml_quantize.h), so the last axis must be a whole
+  // number of blocks, as llama.cpp requires (ggml_rows_fit).
+  std::optional<ggml::BlockType> ggml;
 };
 
-// "FORMAT[/tensor | /channel:<axis> | /block:<n>[:<scale format>] | /none]"; no granularity means tensor.
+// Whether a ggml scheme can quantize a tensor of this shape (its last axis a whole number of blocks);
+// true for every other scheme.
+bool ggml_rows_fit(const Scheme& s, const std::vector<int64_t>& shape);
+
+// Bits per value including the scale overhead, for a tensor of `shape`: element bits, plus 32 bits per fp32
+// scale (and the element's bits per zero point of an unsigned-integer scheme) per group, plus the two-level
+// fp32 tensor scale; ggml blocks: their bytes x 8 / their length (q4_k: 144 x 8 / 256 = 4.5). /none: bits.
+double bits_per_value(const Scheme& s, const std::vector<int64_t>& shape);
+
+// "FORMAT[/tensor | /channel:<axis> | /block:<n>[:<scale format>] | /none]"; no granularity means tensor;
+// or a ggml block format by its llama.cpp name ("q4_k", any case).
 // Throws FormatError naming what is wrong.
 Scheme parse_scheme(std::string_view text, const EncodeOptions& options = {});
 
@@ -75,7 +92,16 @@ struct SchemeOutput {
 // y = the scheme's fake quantization of x (float32, C order, `shape`); y may alias nothing in x.
 // Stochastic rounding draws by flat element index, so results do not depend on threads.
 // With `metrics`, each group's error metrics are accumulated into it (clip bound: clip_bound()).
+// ggml schemes: the last axis must be a whole number of blocks (FormatError otherwise); non-finite x are
+// passed through to y (NaN counted in stats.nan, inf in stats.overflow) and quantized as 0 for their block's
+// scales; an element outside its sub-block's clip range (ggml::clip_ranges) counts as clipped, in stats.overflow
+// and in the metrics; `clip` (optional) receives those ranges, one per sub-block in memory order.
+struct ClipRanges {
+  std::size_t group = 0;        // elements per range
+  std::vector<double> lo, hi;
+};
 SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int64_t>& shape, float* y,
-                          int threads = 1, const ProgressFn& progress = {}, ErrorMetrics* metrics = nullptr);
+                          int threads = 1, const ProgressFn& progress = {}, ErrorMetrics* metrics = nullptr,
+                          ClipRanges* clip = nullptr);
 
 }  // namespace qs

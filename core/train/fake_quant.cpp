@@ -94,7 +94,9 @@ ScalingMode parse_scaling_mode(std::string_view s) {
 
 FakeQuant::FakeQuant(Scheme scheme, ScalingMode mode, int history, int margin)
     : scheme_(std::move(scheme)), mode_(mode), delayed_(history, DelayedScaling::Algo::Max, margin) {
-  affine_ = scheme_.format.is_int() && !scheme_.format.is_signed;
+  // Unsigned integers (a zero point per group) and ggml's block formats (scales chosen over whole blocks by
+  // ggml's quantizer) go through apply_scheme as a whole: no per-element codes for the flip statistics.
+  affine_ = scheme_.rule == ScaleRule::Affine || scheme_.rule == ScaleRule::GgmlBlock;
   if (mode_ == ScalingMode::Delayed) {
     if (scheme_.granularity != Granularity::Tensor)
       throw FormatError("scheme " + scheme_.text + ": delayed scaling needs a /tensor scheme");
