@@ -36,7 +36,7 @@ AnalyzeSummary analyze_file(const TensorFile& file, const std::vector<Scheme>& s
       sum.bytes += t.nbytes();
     }
     for (const Scheme& s : schemes) {
-      if (!ggml_rows_fit(s, t.shape)) {  // llama.cpp would not store this tensor in s's type either
+      if (!ggml_rows_fit(s, t.shape) || !block_axis_fits(s, t.shape)) {  // llama.cpp would not store this tensor in s's type either
         ++sum.skipped_axis;
         continue;
       }

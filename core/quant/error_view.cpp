@@ -410,6 +410,30 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
       }
       merge(h);
     }, pass_progress);
+  } else if (const BlockGroups layout(s, shape); layout.gathered()) {
+    // 2-D tiles or blocks along another axis: each group gathered, as apply_scheme quantized it.
+    unit = s.block_rows > 1 ? "tile" : "block";
+    groups.resize(layout.count(), is_affine(f));
+    ok = parallel_chunks(layout.count(), std::max<std::size_t>(1, (std::size_t(1) << 16) / layout.max_size()), threads,
+                         [&](std::size_t gb, std::size_t ge) {
+      Local h(opt.value_bins);
+      ErrorCodeParams p = params;
+      std::vector<std::size_t> idx;
+      std::vector<float> xs, ys;
+      for (std::size_t gi = gb; gi < ge; ++gi) {
+        layout.indices(gi, idx);
+        xs.resize(idx.size());
+        ys.resize(idx.size());
+        for (std::size_t k = 0; k < idx.size(); ++k) xs[k] = x[idx[k]], ys[k] = y[idx[k]];
+        MinMaxAcc mm{level};
+        mm.add(xs.data(), xs.size());
+        const GroupView g = group_view(s, rule, mm, ts);
+        groups.set(gi, g, mm.amax);
+        p.bound = g.bound;
+        pass_run(xs.data(), ys.data(), xs.size(), p, level, h);
+      }
+      merge(h);
+    }, pass_progress);
   } else {
     unit = "block";
     const std::size_t L = std::size_t(shape.back());

@@ -38,6 +38,10 @@ enum class ScaleRule : uint8_t {
                      // the CUDA quantize_int8 kernels it checks: s = max(amax / 127, 1e-8) in float32. It
                      // differs from Amax only for amax < 1.27e-6, where it gives 1e-8 (Amax: amax / 127,
                      // at least FLT_MIN; 1 for amax = 0). Not a scheme rule: parse_scheme never picks it.
+  Rounded16,  // Block scales in a 16-bit float format (fp16, bf16), as GPTQ / compressed-tensors checkpoints
+              // store them: s = amax / max_finite in float32 (Amax's scale, floored at FLT_MIN), rounded to
+              // nearest (saturating) into the scale format; no tensor scale. Chosen for scale formats of
+              // 16 bits or more; narrower float formats (e4m3fn: NVFP4) take TwoLevel.
   GgmlBlock,  // llama.cpp's block formats (q4_0 ... q6_k): the scales are chosen by ggml's quantizer from the
               // whole block (format/ggml_quantize.h), not from group statistics; apply_scheme calls that
               // quantizer and never group_scale, which answers 1 for this rule.
@@ -51,6 +55,7 @@ inline const char* to_string(ScaleRule r) {
     case ScaleRule::TwoLevel: return "two-level";
     case ScaleRule::Affine: return "affine";
     case ScaleRule::Int8Symmetric127: return "int8-symmetric-127";
+    case ScaleRule::Rounded16: return "rounded-16";
     case ScaleRule::GgmlBlock: return "ggml-block";
   }
   return "?";
@@ -174,6 +179,13 @@ QS_HD GroupScale group_scale(const ScaleRuleParams& p, const GroupStats& g, floa
     }
     case ScaleRule::Int8Symmetric127:
       r.scale = int8_symmetric127_scale(static_cast<float>(amax));
+      break;
+    case ScaleRule::Rounded16:
+      if (positive) {
+        float s = static_cast<float>(amax) / p.max_finite;
+        s = s < FLT_MIN ? FLT_MIN : s;
+        r.scale = static_cast<float>(round_scale(double(s)));  // 0 if it underflows the scale format
+      }
       break;
     case ScaleRule::GgmlBlock:
       break;

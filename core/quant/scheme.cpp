@@ -105,6 +105,59 @@ constexpr GgmlScheme kGgmlSchemes[] = {
 
 }  // namespace
 
+BlockGroups::BlockGroups(const Scheme& s, const std::vector<int64_t>& shape) {
+  if (s.granularity != Granularity::Block || s.ggml || shape.empty()) return;
+  const int rank = int(shape.size());
+  std::size_t n = 1;
+  for (int64_t d : shape) n *= std::size_t(d);
+  if (s.block_rows > 1) {
+    kind_ = Kind::Tile;
+    m_ = rank >= 2 ? std::size_t(shape[std::size_t(rank - 2)]) : 1;
+    l_ = std::size_t(shape.back());
+    r_ = std::size_t(s.block_rows);
+    c_ = std::size_t(s.block);
+    outer_ = m_ * l_ ? n / (m_ * l_) : 0;
+    tr_ = (m_ + r_ - 1) / r_;
+    tc_ = (l_ + c_ - 1) / c_;
+    count_ = outer_ * tr_ * tc_;
+    max_size_ = std::min(r_, m_) * std::min(c_, l_);
+    return;
+  }
+  const int axis = s.block_axis < 0 ? s.block_axis + rank : s.block_axis;
+  if (axis < 0 || axis >= rank)
+    throw FormatError("scheme " + s.text + ": block axis " + std::to_string(s.block_axis) + " is out of range for a " +
+                      std::to_string(rank) + "-d tensor");
+  if (axis == rank - 1) return;  // runs along the last axis: contiguous
+  kind_ = Kind::Axis;
+  l_ = std::size_t(shape[std::size_t(axis)]);
+  c_ = std::size_t(s.block);
+  outer_ = 1;
+  for (int i = 0; i < axis; ++i) outer_ *= std::size_t(shape[std::size_t(i)]);
+  inner_ = 1;
+  for (int i = axis + 1; i < rank; ++i) inner_ *= std::size_t(shape[std::size_t(i)]);
+  tc_ = (l_ + c_ - 1) / c_;
+  count_ = outer_ * tc_ * inner_;
+  max_size_ = std::min(c_, l_);
+}
+
+void BlockGroups::indices(std::size_t g, std::vector<std::size_t>& idx) const {
+  idx.clear();
+  if (kind_ == Kind::Tile) {
+    const std::size_t o = g / (tr_ * tc_), rem = g % (tr_ * tc_), ti = rem / tc_, tj = rem % tc_;
+    for (std::size_t r = ti * r_; r < std::min(m_, ti * r_ + r_); ++r)
+      for (std::size_t c = tj * c_; c < std::min(l_, tj * c_ + c_); ++c) idx.push_back(o * m_ * l_ + r * l_ + c);
+  } else if (kind_ == Kind::Axis) {
+    const std::size_t o = g / (tc_ * inner_), rem = g % (tc_ * inner_), b = rem / inner_, i = rem % inner_;
+    for (std::size_t a = b * c_; a < std::min(l_, b * c_ + c_); ++a) idx.push_back((o * l_ + a) * inner_ + i);
+  }
+}
+
+bool block_axis_fits(const Scheme& s, const std::vector<int64_t>& shape) {
+  if (s.granularity != Granularity::Block || s.block_rows > 1 || s.ggml) return true;
+  const int rank = int(shape.size());
+  return rank == 0 || (s.block_axis >= -rank && s.block_axis < rank);
+}
+
 bool ggml_rows_fit(const Scheme& s, const std::vector<int64_t>& shape) {
   if (!s.ggml) return true;
   return !shape.empty() && shape.back() > 0 && shape.back() % s.block == 0;
@@ -131,7 +184,9 @@ double bits_per_value(const Scheme& s, const std::vector<int64_t>& shape) {
     }
     case Granularity::Block: {
       const double L = shape.empty() ? 1.0 : double(shape.back());
-      const double groups = L > 0 ? std::ceil(L / s.block) * (n / L) : 0.0;
+      double groups = L > 0 ? std::ceil(L / s.block) * (n / L) : 0.0;
+      if (block_axis_fits(s, shape))
+        if (const BlockGroups layout(s, shape); layout.gathered()) groups = double(layout.count());
       const double scale_bits = s.scale_format ? double(s.scale_format->bits) : 32.0;
       const double zp_bits = s.rule == ScaleRule::Affine ? bits : 0.0;
       return bits + groups * (scale_bits + zp_bits) / n + (s.rule == ScaleRule::TwoLevel ? 32.0 / n : 0.0);
@@ -176,11 +231,28 @@ Scheme parse_scheme(std::string_view text, const EncodeOptions& options) {
     s.text = s.format.name + "/channel:" + std::to_string(s.axis);
   } else if (gran.rfind("block:", 0) == 0) {
     s.granularity = Granularity::Block;
-    const std::string rest = gran.substr(6);
+    std::string rest = gran.substr(6);
+    // "/axis:<k>" after the block: runs of n along axis k instead of the last.
+    bool has_axis = false;
+    if (const std::size_t ax = rest.find("/axis:"); ax != std::string::npos) {
+      if (!parse_int(std::string_view(rest).substr(ax + 6), s.block_axis))
+        fail("block axis '" + rest.substr(ax + 6) + "' is not an integer");
+      has_axis = true;
+      rest = rest.substr(0, ax);
+    }
     const std::size_t colon = rest.find(':');
-    if (!parse_int(std::string_view(rest).substr(0, colon), s.block) || s.block < 1)
-      fail("block size '" + rest.substr(0, colon) + "' is not a positive integer");
-    s.text = s.format.name + "/block:" + std::to_string(s.block);
+    const std::string size = rest.substr(0, colon);
+    if (const std::size_t x = size.find('x'); x != std::string::npos) {  // "RxC": 2-D tiles
+      if (!parse_int(std::string_view(size).substr(0, x), s.block_rows) || s.block_rows < 1 ||
+          !parse_int(std::string_view(size).substr(x + 1), s.block) || s.block < 1)
+        fail("block shape '" + size + "' is not <rows>x<cols> with positive integers");
+      if (has_axis) fail("a 2-D block tiles the last two axes; it takes no /axis");
+    } else if (!parse_int(size, s.block) || s.block < 1) {
+      fail("block size '" + size + "' is not a positive integer");
+    }
+    s.text = s.format.name + "/block:" + (s.block_rows > 1 ? std::to_string(s.block_rows) + "x" : std::string()) +
+             std::to_string(s.block);
+    if (s.block_rows == 1) s.block_rows = 0;  // "1x32" is the 1-D block of 32
     if (colon != std::string::npos) {
       const std::string sf = rest.substr(colon + 1);
       if (sf != "fp32" && sf != "float32") {
@@ -190,14 +262,18 @@ Scheme parse_scheme(std::string_view text, const EncodeOptions& options) {
         s.text += ":" + s.scale_format->name;
       }
     }
+    if (has_axis && s.block_axis != -1) s.text += "/axis:" + std::to_string(s.block_axis);
+    if (has_axis && s.block_axis == -1) has_axis = false;  // the last axis: the ordinary block
   } else {
-    fail("unknown granularity '" + gran + "' (tensor, channel:<axis>, block:<n>[:<scale format>], none)");
+    fail("unknown granularity '" + gran +
+         "' (tensor, channel:<axis>, block:<n>[:<scale format>][/axis:<k>], block:<rows>x<cols>[:<scale format>], none)");
   }
   // The scale rule, decided here once from the formats' properties.
   if (s.granularity == Granularity::None) s.rule = ScaleRule::None;
   else if (affine(s.format)) s.rule = ScaleRule::Affine;
   else if (!s.scale_format) s.rule = ScaleRule::Amax;
-  else s.rule = is_e8m0_scale_format(*s.scale_format) ? ScaleRule::MxE8m0 : ScaleRule::TwoLevel;
+  else if (is_e8m0_scale_format(*s.scale_format)) s.rule = ScaleRule::MxE8m0;
+  else s.rule = s.scale_format->bits >= 16 ? ScaleRule::Rounded16 : ScaleRule::TwoLevel;
   return s;
 }
 
@@ -353,15 +429,44 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
     return out;
   }
 
-  // Blocks of s.block along the last axis (the last block of a row may be shorter).
-  const std::size_t L = static_cast<std::size_t>(shape.back());
-  const std::size_t rows = L ? n / L : 0;
-  const std::size_t bl = static_cast<std::size_t>(s.block);
   if (rule.rule == ScaleRule::TwoLevel) {
     MinMax t;
     t.add(x, n);
     out.tensor_scale = two_level_tensor_scale(rule, t.amax);
   }
+  if (const BlockGroups layout(s, shape); layout.gathered()) {
+    // 2-D tiles, or blocks along another axis: each group gathered, quantized and scattered back. Stochastic
+    // rounding draws by (the group's first flat index + position in the group).
+    const float ts = out.tensor_scale;
+    out.cancelled = !parallel_chunks(layout.count(), std::max<std::size_t>(1, (std::size_t(1) << 16) / layout.max_size()),
+                                     threads, [&](std::size_t gb, std::size_t ge) {
+      EncodeStats st;
+      ErrorMetrics local;
+      local.histograms = metrics && metrics->histograms;
+      MinMax all;
+      std::vector<std::size_t> idx;
+      std::vector<float> xs, ys;
+      for (std::size_t gi = gb; gi < ge; ++gi) {
+        layout.indices(gi, idx);
+        xs.resize(idx.size());
+        ys.resize(idx.size());
+        for (std::size_t k = 0; k < idx.size(); ++k) xs[k] = x[idx[k]];
+        MinMax mm;
+        mm.add(xs.data(), xs.size());
+        const GroupScale g = group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
+        gq.run(xs.data(), xs.size(), idx.empty() ? 0 : idx[0], mm, g, ys.data(), st, local);
+        for (std::size_t k = 0; k < idx.size(); ++k) y[idx[k]] = ys[k];
+        all.amax = std::max(all.amax, mm.amax);
+      }
+      merge(st, local, all, ge - gb);
+    }, progress);
+    return out;
+  }
+
+  // Blocks of s.block along the last axis (the last block of a row may be shorter).
+  const std::size_t L = static_cast<std::size_t>(shape.back());
+  const std::size_t rows = L ? n / L : 0;
+  const std::size_t bl = static_cast<std::size_t>(s.block);
   const float ts = out.tensor_scale;
   out.cancelled = !parallel_chunks(rows, std::max<std::size_t>(1, (std::size_t(1) << 16) / std::max<std::size_t>(L, 1)),
                                    threads, [&](std::size_t rb, std::size_t re) {

@@ -7,6 +7,7 @@
 //   qs::SchemeOutput out = qs::apply_scheme(s, x.data(), shape, y.data());
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,7 +32,11 @@ struct Scheme {
   Format format;                      // element format
   Granularity granularity = Granularity::Tensor;
   int axis = 0;                       // channel axis; negative counts from the end
-  int block = 0;                      // block length along the last axis
+  int block = 0;                      // block length along the last axis (or block_axis); a 2-D tile's columns
+  int block_rows = 0;                 // > 1: 2-D tiles of block_rows x block over the last two axes
+                                      // ("block:128x128", DeepSeek-V3's FP8 weight scales); 0: 1-D blocks
+  int block_axis = -1;                // 1-D blocks run along this axis ("block:32/axis:1"; negative from the
+                                      // end): a conv weight 128x65x3 blocks its 65 input channels, not its 3 taps
   std::optional<Format> scale_format; // block scales: empty = fp32; E8M0 = MX rule; else two-level
   EncodeOptions options;              // rounding, overflow, seed (defaults: nearest, saturate)
   // The scale rule, resolved by parse_scheme from the formats and granularity: None (/none), Affine
@@ -45,6 +50,26 @@ struct Scheme {
   std::optional<ggml::BlockType> ggml;
 };
 
+// The groups of a block scheme that are not runs of the last axis: 2-D tiles (block_rows > 1; a tile's
+// elements row by row) or 1-D blocks along block_axis. gathered() is false for every other scheme and
+// shape (then the groups are contiguous runs). Throws FormatError for a block axis beyond the rank.
+//   qs::BlockGroups b(s, shape);  std::vector<std::size_t> idx;  b.indices(7, idx);  // flat indices of group 7
+class BlockGroups {
+ public:
+  BlockGroups(const Scheme& s, const std::vector<int64_t>& shape);
+  bool gathered() const { return kind_ != Kind::Contiguous; }
+  std::size_t count() const { return count_; }
+  std::size_t max_size() const { return std::max<std::size_t>(max_size_, 1); }
+  void indices(std::size_t group, std::vector<std::size_t>& idx) const;
+
+ private:
+  enum class Kind { Contiguous, Tile, Axis } kind_ = Kind::Contiguous;
+  std::size_t count_ = 0, max_size_ = 0;
+  std::size_t outer_ = 1, inner_ = 1, m_ = 1, l_ = 1, r_ = 1, c_ = 1, tr_ = 1, tc_ = 1;
+};
+// Whether a block scheme's axis exists in a tensor of this rank (analyze skips the pairs where it does not).
+bool block_axis_fits(const Scheme& s, const std::vector<int64_t>& shape);
+
 // Whether a ggml scheme can quantize a tensor of this shape (its last axis a whole number of blocks);
 // true for every other scheme.
 bool ggml_rows_fit(const Scheme& s, const std::vector<int64_t>& shape);
@@ -54,7 +79,8 @@ bool ggml_rows_fit(const Scheme& s, const std::vector<int64_t>& shape);
 // fp32 tensor scale; ggml blocks: their bytes x 8 / their length (q4_k: 144 x 8 / 256 = 4.5). /none: bits.
 double bits_per_value(const Scheme& s, const std::vector<int64_t>& shape);
 
-// "FORMAT[/tensor | /channel:<axis> | /block:<n>[:<scale format>] | /none]"; no granularity means tensor;
+// "FORMAT[/tensor | /channel:<axis> | /block:<n>[:<scale format>][/axis:<k>] | /block:<r>x<c>[:<scale format>]
+// | /none]"; no granularity means tensor;
 // or a ggml block format by its llama.cpp name ("q4_k", any case).
 // Throws FormatError naming what is wrong.
 Scheme parse_scheme(std::string_view text, const EncodeOptions& options = {});

@@ -99,8 +99,11 @@ TEST(GgmlBlocks, Q4_1DecisionsByHand) {
   EXPECT_EQ(half_bits(b.data()), qs::float_to_half(0.5f));
   EXPECT_EQ(half_bits(b.data() + 2), qs::float_to_half(1.0f));
   const auto y = decode(BlockType::Q4_1, b, 32);
-  for (int j = 0; j < 32; ++j)
-    if (j != 5) EXPECT_EQ(y[std::size_t(j)], x[std::size_t(j)]) << j;
+  for (int j = 0; j < 32; ++j) {
+    if (j != 5) {
+      EXPECT_EQ(y[std::size_t(j)], x[std::size_t(j)]) << j;
+    }
+  }
   EXPECT_EQ(y[5], 1.5f);
 }
 
