@@ -2,6 +2,7 @@
 // The reference works on the exact value in double arithmetic (every input and every code value is
 // exact there), independent of the bit tricks of the vectorized paths that are tested against it.
 #include "format/format.h"
+#include "util/parse_int.h"
 
 #include <algorithm>
 #include <cctype>
@@ -172,15 +173,6 @@ std::string lower(std::string_view s) {
   std::string r(s);
   for (char& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return r;
-}
-
-bool parse_int(std::string_view s, int& out) {
-  if (s.empty()) return false;
-  const char* b = s.data();
-  const char* e = s.data() + s.size();
-  if (*b == '+') ++b;
-  auto [p, ec] = std::from_chars(b, e, out);
-  return ec == std::errc() && p == e;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Schemes: parsing (which resolves the scale rule of scale_rule.h) and their application per tensor,
 // channel or block, with the metrics of each group accumulated while its data is still in cache.
 #include "quant/scheme.h"
+#include "util/parse_int.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -17,12 +18,6 @@
 namespace qs {
 
 namespace {
-
-bool parse_int(std::string_view s, int& out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
 
 bool affine(const Format& f) { return f.is_int() && !f.is_signed; }
 

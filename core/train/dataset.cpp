@@ -1,5 +1,6 @@
 // Fashion-MNIST loading (IDX, gzipped or plain) with shape checks, and the seeded synthetic fallback.
 #include "train/dataset.h"
+#include "util/mix64.h"
 
 #include <algorithm>
 #include <cmath>
@@ -61,10 +62,7 @@ std::shared_ptr<Dataset> load_pair(const std::string& images_path, const std::st
 struct Mix {
   uint64_t s;
   uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    return mix64(s += 0x9e3779b97f4a7c15ULL);
   }
   double unit() { return double(next() >> 11) * 0x1p-53; }
   double between(double lo, double hi) { return lo + (hi - lo) * unit(); }

@@ -1,6 +1,7 @@
 // Mlp: forward and backward as train_gemm products over 2 fixed shards (batch rows for activations and input
 // gradients, output rows for weight gradients), fake quantization between layers, softmax cross-entropy.
 #include "train/mlp.h"
+#include "util/mix64.h"
 
 #include <algorithm>
 #include <cmath>
@@ -21,12 +22,6 @@ constexpr int kShards = 2;
 // Rows [begin, end) of shard s out of n.
 inline std::size_t shard_begin(std::size_t n, int s) { return s == 0 ? 0 : n / 2; }
 inline std::size_t shard_end(std::size_t n, int s) { return s == 0 ? n / 2 : n; }
-
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 }  // namespace
 

@@ -1,5 +1,6 @@
 // SGD with momentum, Adam and GridOptim (see optim.h for the exact update rules).
 #include "train/optim.h"
+#include "util/mix64.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,12 +13,6 @@
 namespace qs {
 
 namespace {
-
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 std::vector<float>& state(std::vector<std::vector<float>>& s, std::size_t slot, std::size_t n, const char* who) {
   if (slot >= s.size()) s.resize(slot + 1);

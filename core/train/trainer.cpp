@@ -1,6 +1,7 @@
 // Trainer: validation, the epoch/batch loop, optimizer dispatch (the grid optimizer owns the weight grid,
 // the others leave quantization to the Mlp's weight scheme), and the per-step metrics.
 #include "train/trainer.h"
+#include "util/mix64.h"
 
 #include <algorithm>
 #include <chrono>
@@ -19,12 +20,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 // Fisher-Yates with the counter-based generator: the same order on every platform for (seed, epoch).
 std::vector<uint32_t> permutation(std::size_t n, uint64_t seed, int epoch) {
