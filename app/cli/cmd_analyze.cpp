@@ -25,7 +25,8 @@ void add_analyze(CLI::App& app) {
   };
   static Opts o;
   c->add_option("--in", o.in, ".npy, .npz, .safetensors or .onnx file, a sharded model's *.safetensors.index.json or its folder (repeatable)")->required();
-  c->add_option("--scheme", o.schemes, "FORMAT[/tensor|/channel:<axis>|/block:<n>[:<scale format>]] (repeatable)")
+  c->add_option("--scheme", o.schemes, "FORMAT[/tensor|/channel:<axis>|/block:<n>[:<scale format>[:floor|ceil|even|rceil]][/axis:<k>]|/block:<r>x<c>|/none], "
+                 "or a llama.cpp type q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k (repeatable)")
       ->required();
   c->add_option("--tensor", o.tensor, "Only tensors whose name matches this regular expression");
   c->add_option("--csv", o.csv, "Write the metrics CSV here instead of stdout");

@@ -308,7 +308,8 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
       shape.empty() || s.granularity == Granularity::None ? Granularity::Tensor : s.granularity;
   const ScaleRuleParams rule = scale_rule_params(s);
   ScaleRuleParams tensor_rule = rule;  // one group: as apply_scheme, the amax rule even for a 0-d block scheme
-  if (rule.rule == ScaleRule::MxE8m0 || rule.rule == ScaleRule::TwoLevel) tensor_rule.rule = ScaleRule::Amax;
+  if (rule.rule == ScaleRule::MxE8m0 || rule.rule == ScaleRule::TwoLevel || rule.rule == ScaleRule::Rounded16)
+    tensor_rule.rule = ScaleRule::Amax;
   const float ts = v.out.tensor_scale;
 
   Totals totals(opt.value_bins);

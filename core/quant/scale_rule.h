@@ -68,6 +68,28 @@ struct GroupStats {
   double lo = 0, hi = 0;
 };
 
+// How MxE8m0 rounds a block's exponent (torchao's ScaleCalculationMode, by its names), e = the unbiased E8M0
+// exponent of the scale, emax = floor(log2 max_finite) of the element format, all clamped to [-127, 127]:
+//   Floor  e = floor(log2 amax) - emax                       the OCP MX spec (the default)
+//   Ceil   e = ceil(log2 amax) - emax
+//   Even   e = floor(log2 round(amax)) - emax, amax first rounded to the element's mantissa width (half up
+//          at the first dropped bit), so an amax just below a power of two takes the next exponent
+//   Rceil  e = ceil(log2(amax * (1 / max_finite))), the product in float32: cuBLAS's block quantization
+//          (cvt.rp.ue8m0): the smallest power of two that keeps amax / s <= max_finite, so nothing clips
+// (torchao's FLOOR/CEIL/EVEN map an exponent above 127 to the NaN scale and RCEIL does the same for a
+// product of 2^127 or more; QuantScope saturates to 2^127 instead.)
+enum class MxRounding : uint8_t { Floor, Ceil, Even, Rceil };
+
+inline const char* to_string(MxRounding m) {
+  switch (m) {
+    case MxRounding::Floor: return "floor";
+    case MxRounding::Ceil: return "ceil";
+    case MxRounding::Even: return "even";
+    case MxRounding::Rceil: return "rceil";
+  }
+  return "?";
+}
+
 struct GroupScale {
   float scale = 1.0f;      // x is quantized as x / scale; see scale_is_usable for a zero scale
   int32_t zero_point = 0;  // Affine only
@@ -79,6 +101,9 @@ struct ScaleRuleParams {
   float max_finite = 1.0f;   // the element format's largest finite value in float32 (qmax for Affine)
   double max_finite_d = 1;   // the same in double (two-level block scales are decided in double)
   int max_exp = 0;           // floor(log2(max_finite)) (MxE8m0)
+  MxRounding mx = MxRounding::Floor;  // MxE8m0's exponent rounding
+  int mbits = 0;             // the element format's mantissa bits (MxRounding::Even)
+  float inv_max = 1.0f;      // float32(1 / max_finite) (MxRounding::Rceil)
   float two_level_max = 1;   // float32(scale format's max_finite * max_finite): ts's denominator (TwoLevel)
 };
 
@@ -91,6 +116,8 @@ inline ScaleRuleParams scale_rule_params(ScaleRule rule, const Format& element, 
   int ex = 1;
   if (element.max_finite > 0) std::frexp(element.max_finite, &ex);
   p.max_exp = ex - 1;
+  p.mbits = element.mbits;
+  p.inv_max = element.max_finite > 0 ? static_cast<float>(1.0 / element.max_finite) : 1.0f;
   if (scale_format) p.two_level_max = static_cast<float>(scale_format->max_finite * element.max_finite);
   return p;
 }
@@ -152,8 +179,20 @@ QS_HD GroupScale group_scale(const ScaleRuleParams& p, const GroupStats& g, floa
     case ScaleRule::MxE8m0:
       if (positive) {
         int ex;
-        frexp(amax, &ex);  // amax = m * 2^ex, m in [0.5, 1): floor(log2 amax) = ex - 1
-        int e = (ex - 1) - p.max_exp;
+        int e;
+        if (p.mx == MxRounding::Rceil) {
+          const float d = static_cast<float>(amax) * p.inv_max;  // float32 product, as cuBLAS / torchao
+          const double m = frexp(static_cast<double>(d), &ex);    // d = m * 2^ex, m in [0.5, 1)
+          e = m == 0.5 ? ex - 1 : ex;                             // ceil(log2 d), subnormal d included
+        } else {
+          const double m = frexp(amax, &ex);  // amax = m * 2^ex, m in [0.5, 1): floor(log2 amax) = ex - 1
+          e = ex - 1;
+          if (p.mx == MxRounding::Ceil && m != 0.5) e += 1;
+          // Even: the significand 2m in [1, 2) rounds up to 2 at the element's mantissa width when it is at
+          // least 2 - 2^-(mbits + 1) (amax is a float, so the comparison in double is exact).
+          if (p.mx == MxRounding::Even && 2.0 * m >= 2.0 - ldexp(1.0, -(p.mbits + 1))) e += 1;
+          e -= p.max_exp;
+        }
         e = e < kE8m0MinExp ? kE8m0MinExp : (e > kE8m0MaxExp ? kE8m0MaxExp : e);
         r.scale = ldexpf(1.0f, e);
       }

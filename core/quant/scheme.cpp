@@ -80,7 +80,9 @@ float mx_scale(const Format& element, double amax) {
 }
 
 ScaleRuleParams scale_rule_params(const Scheme& s) {
-  return scale_rule_params(s.rule, s.format, s.scale_format ? &*s.scale_format : nullptr);
+  ScaleRuleParams p = scale_rule_params(s.rule, s.format, s.scale_format ? &*s.scale_format : nullptr);
+  p.mx = s.mx;
+  return p;
 }
 
 namespace {
@@ -249,12 +251,26 @@ Scheme parse_scheme(std::string_view text, const EncodeOptions& options) {
              std::to_string(s.block);
     if (s.block_rows == 1) s.block_rows = 0;  // "1x32" is the 1-D block of 32
     if (colon != std::string::npos) {
-      const std::string sf = rest.substr(colon + 1);
+      std::string sf = rest.substr(colon + 1);
+      std::string mode;  // an E8M0 scale's rounding: "e8m0fnu:rceil"
+      if (const std::size_t c2 = sf.find(':'); c2 != std::string::npos) {
+        mode = sf.substr(c2 + 1);
+        sf = sf.substr(0, c2);
+      }
       if (sf != "fp32" && sf != "float32") {
         s.scale_format = parse_format(sf);
         if (affine(s.format)) fail("unsigned integer elements take fp32 block scales (their zero point is per block)");
         if (s.scale_format->is_int()) fail("block scales in an integer format are not supported");
         s.text += ":" + s.scale_format->name;
+      }
+      if (!mode.empty()) {
+        if (!s.scale_format || !is_e8m0_scale_format(*s.scale_format))
+          fail("a rounding mode ('" + mode + "') applies to E8M0 block scales only");
+        bool known = false;
+        for (MxRounding m : {MxRounding::Floor, MxRounding::Ceil, MxRounding::Even, MxRounding::Rceil})
+          if (mode == to_string(m)) s.mx = m, known = true;
+        if (!known) fail("unknown E8M0 rounding '" + mode + "' (floor, ceil, even, rceil)");
+        if (s.mx != MxRounding::Floor) s.text += ":" + mode;
       }
     }
     if (has_axis && s.block_axis != -1) s.text += "/axis:" + std::to_string(s.block_axis);
@@ -379,7 +395,8 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
     });
     // One group. A 0-d tensor under a block scheme takes the amax rule too (as it always has).
     ScaleRuleParams tensor_rule = rule;
-    if (rule.rule == ScaleRule::MxE8m0 || rule.rule == ScaleRule::TwoLevel) tensor_rule.rule = ScaleRule::Amax;
+    if (rule.rule == ScaleRule::MxE8m0 || rule.rule == ScaleRule::TwoLevel || rule.rule == ScaleRule::Rounded16)
+      tensor_rule.rule = ScaleRule::Amax;
     const GroupScale g = group_scale(tensor_rule, GroupStats{mm.amax, mm.lo, mm.hi});
     out.cancelled = !parallel_chunks(n, std::size_t(1) << 20, threads, [&](std::size_t b, std::size_t e) {
       EncodeStats st;

@@ -42,6 +42,9 @@ struct Scheme {
   // The scale rule, resolved by parse_scheme from the formats and granularity: None (/none), Affine
   // (unsigned integers), MxE8m0 (block scales in E8M0), TwoLevel (block scales in another format), else Amax.
   ScaleRule rule = ScaleRule::Amax;
+  // MxE8m0's exponent rounding: "e2m1fn/block:32:e8m0fnu:rceil" (floor, ceil, even, rceil; floor is the OCP
+  // spec and the default, written without a suffix).
+  MxRounding mx = MxRounding::Floor;
   // llama.cpp's block formats ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k", "q5_k", "q6_k"): rule GgmlBlock,
   // granularity Block with block = the (super-)block length, and `format` the container of the codes
   // (int8 for q8_0, uint4 for the 4-bit types, uint8 for the 5- and 6-bit ones). Rows along the last axis
