@@ -105,10 +105,13 @@ struct MinMaxAcc {
 
 // `rule` is the scheme's (apply_scheme's tensor path takes the amax rule for a 0-d block scheme: so does
 // the caller); ts is the two-level tensor scale apply_scheme used.
-GroupView group_view(const Scheme& s, const ScaleRuleParams& rule, const MinMaxAcc& mm, float ts) {
+// `searched`: the scale search_block_scale chose (an ':mse' scheme), used instead of the rule's.
+GroupView group_view(const Scheme& s, const ScaleRuleParams& rule, const MinMaxAcc& mm, float ts,
+                     const float* searched = nullptr) {
   GroupView g;
   const Format& f = s.format;
-  const GroupScale gs = group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, scale_format_round(s));
+  const GroupScale gs = searched ? GroupScale{*searched, 0}
+                                 : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, scale_format_round(s));
   if (rule.rule == ScaleRule::None) {  // a plain cast: scale 1, clipped where it overflows
     g.bound = clip_bound(f, 1.0f);
     g.real = true;
@@ -312,6 +315,7 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
     tensor_rule.rule = ScaleRule::Amax;
   const float ts = v.out.tensor_scale;
 
+  const std::vector<double> candidates = s.mse ? search_candidates(s) : std::vector<double>{};
   Totals totals(opt.value_bins);
   std::mutex mu;
   ProgressFn pass_progress;
@@ -428,7 +432,8 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
         for (std::size_t k = 0; k < idx.size(); ++k) xs[k] = x[idx[k]], ys[k] = y[idx[k]];
         MinMaxAcc mm{level};
         mm.add(xs.data(), xs.size());
-        const GroupView g = group_view(s, rule, mm, ts);
+        const float searched = s.mse ? search_block_scale(s, candidates, xs.data(), xs.size(), ts) : 0.0f;
+        const GroupView g = group_view(s, rule, mm, ts, s.mse ? &searched : nullptr);
         groups.set(gi, g, mm.amax);
         p.bound = g.bound;
         pass_run(xs.data(), ys.data(), xs.size(), p, level, h);
@@ -451,7 +456,8 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
         const std::size_t off = r * L + b0, len = std::min(bl, L - b0);
         MinMaxAcc mm{level};
         mm.add(x + off, len);
-        const GroupView g = group_view(s, rule, mm, ts);
+        const float searched = s.mse ? search_block_scale(s, candidates, x + off, len, ts) : 0.0f;
+        const GroupView g = group_view(s, rule, mm, ts, s.mse ? &searched : nullptr);
         groups.set(gi, g, mm.amax);
         p.bound = g.bound;
         pass_run(x + off, y.data() + off, len, p, level, h);

@@ -102,6 +102,52 @@ constexpr GgmlScheme kGgmlSchemes[] = {
 
 }  // namespace
 
+std::vector<double> search_candidates(const Scheme& s) {
+  std::vector<double> c;
+  if (!s.scale_format) return c;
+  for (double v : distinct_values(*s.scale_format))
+    if (v > 0 && std::isfinite(v)) c.push_back(v);
+  std::sort(c.begin(), c.end());
+  return c;
+}
+
+float search_block_scale(const Scheme& s, const std::vector<double>& candidates, const float* x, std::size_t n,
+                         float tensor_scale) {
+  double amax = 0, sum_x2 = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::isfinite(x[i])) amax = std::max(amax, double(std::fabs(x[i]))), sum_x2 += double(x[i]) * x[i];
+  if (!(amax > 0)) return 1.0f;  // as every rule: nothing to scale
+  EncodeOptions nearest = s.options;
+  nearest.rounding = Rounding::Nearest;
+  std::vector<float> y(n);
+  const double min_pos = s.format.min_subnormal > 0 ? s.format.min_subnormal : s.format.min_normal;
+  double best = INFINITY;
+  float best_s = 0.0f;
+  bool all_zero_tried = false;
+  for (double sb : candidates) {
+    const float sc = static_cast<float>(sb) * tensor_scale;
+    if (!scale_is_usable(sc)) continue;
+    const double clip = amax - double(sc) * s.format.max_finite;
+    if (clip > 0 && clip * clip >= best) continue;  // its clipping alone cannot beat the best
+    if (amax < 0.5 * min_pos * double(sc)) {        // every x rounds to 0: SE = sum x^2, the same for all larger s
+      if (all_zero_tried) break;
+      all_zero_tried = true;
+    }
+    EncodeJob job;
+    job.x = x;
+    job.n = n;
+    job.scale = sc;
+    job.values = y.data();
+    encode_f32(s.format, nearest, job);
+    double se = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (std::isfinite(x[i])) se += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
+    if (se < best) best = se, best_s = sc;
+  }
+  (void)sum_x2;
+  return best_s;
+}
+
 BlockGroups::BlockGroups(const Scheme& s, const std::vector<int64_t>& shape) {
   if (s.granularity != Granularity::Block || s.ggml || shape.empty()) return;
   const int rank = int(shape.size());
@@ -263,7 +309,12 @@ Scheme parse_scheme(std::string_view text, const EncodeOptions& options) {
         if (s.scale_format->is_int()) fail("block scales in an integer format are not supported");
         s.text += ":" + s.scale_format->name;
       }
-      if (!mode.empty()) {
+      if (mode == "mse") {
+        if (!s.scale_format || is_e8m0_scale_format(*s.scale_format) || s.scale_format->bits >= 16 || affine(s.format))
+          fail("':mse' searches two-level block scales (a float scale format narrower than 16 bits, e.g. e4m3fn)");
+        s.mse = true;
+        s.text += ":mse";
+      } else if (!mode.empty()) {
         if (!s.scale_format || !is_e8m0_scale_format(*s.scale_format))
           fail("a rounding mode ('" + mode + "') applies to E8M0 block scales only");
         bool known = false;
@@ -446,6 +497,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
     t.add(x, n);
     out.tensor_scale = two_level_tensor_scale(rule, t.amax);
   }
+  const std::vector<double> candidates = s.mse ? search_candidates(s) : std::vector<double>{};
   if (const BlockGroups layout(s, shape); layout.gathered()) {
     // 2-D tiles, or blocks along another axis: each group gathered, quantized and scattered back. Stochastic
     // rounding draws by (the group's first flat index + position in the group).
@@ -465,7 +517,8 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         for (std::size_t k = 0; k < idx.size(); ++k) xs[k] = x[idx[k]];
         MinMax mm;
         mm.add(xs.data(), xs.size());
-        const GroupScale g = group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
+        const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, xs.data(), xs.size(), ts), 0}
+                                   : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
         gq.run(xs.data(), xs.size(), idx.empty() ? 0 : idx[0], mm, g, ys.data(), st, local);
         for (std::size_t k = 0; k < idx.size(); ++k) y[idx[k]] = ys[k];
         all.amax = std::max(all.amax, mm.amax);
@@ -492,7 +545,8 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         const std::size_t off = r * L + b0, len = std::min(bl, L - b0);
         MinMax mm;
         mm.add(x + off, len);
-        const GroupScale g = group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
+        const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, x + off, len, ts), 0}
+                                   : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
         gq.run(x + off, len, off, mm, g, y + off, st, local);
         all.amax = std::max(all.amax, mm.amax);
         ++groups;

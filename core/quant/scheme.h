@@ -45,6 +45,9 @@ struct Scheme {
   // MxE8m0's exponent rounding: "e2m1fn/block:32:e8m0fnu:rceil" (floor, ceil, even, rceil; floor is the OCP
   // spec and the default, written without a suffix).
   MxRounding mx = MxRounding::Floor;
+  // TwoLevel block scales searched instead of amax-derived: "e2m1fn/block:16:e4m3fn:mse" (TensorRT Model
+  // Optimizer's MSE calibration of NVFP4 scales): see search_block_scale.
+  bool mse = false;
   // llama.cpp's block formats ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k", "q5_k", "q6_k"): rule GgmlBlock,
   // granularity Block with block = the (super-)block length, and `format` the container of the codes
   // (int8 for q8_0, uint4 for the 4-bit types, uint8 for the 5- and 6-bit ones). Rows along the last axis
@@ -70,6 +73,16 @@ class BlockGroups {
   std::size_t count_ = 0, max_size_ = 0;
   std::size_t outer_ = 1, inner_ = 1, m_ = 1, l_ = 1, r_ = 1, c_ = 1, tr_ = 1, tc_ = 1;
 };
+// A TwoLevel block's scale chosen by search: every positive finite value sb of the scale format (ascending)
+// is tried as s = sb * ts, the block is fake-quantized with round to nearest, and the s with the least sum of
+// squared errors over the finite x wins (the first one on a tie). Candidates that cannot win are skipped
+// without changing the result: those whose clipping alone, (amax - s * max_finite)^2, is no better than the
+// best so far, and all but the first of those so large that every x rounds to 0. `candidates` are the scale
+// format's positive finite values ascending (search_candidates). Returns 0 for a block with nothing to scale.
+std::vector<double> search_candidates(const Scheme& s);
+float search_block_scale(const Scheme& s, const std::vector<double>& candidates, const float* x, std::size_t n,
+                         float tensor_scale);
+
 // Whether a block scheme's axis exists in a tensor of this rank (analyze skips the pairs where it does not).
 bool block_axis_fits(const Scheme& s, const std::vector<int64_t>& shape);
 

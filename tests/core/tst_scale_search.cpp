@@ -1,0 +1,111 @@
+// NVFP4 block scales searched for the least squared error ("e2m1fn/block:16:e4m3fn:mse", quant/scheme.h
+// search_block_scale): the pruned search equals a brute-force search over every positive e4m3fn candidate
+// (fake-quantized here with the reference encoder, encode_f32_ref, not the SIMD one the search uses), never
+// does worse than the amax rule on any block, and apply_scheme / the Error view use the scale it finds.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "format/encode_simd.h"
+#include "quant/error_view.h"
+#include "quant/scheme.h"
+#include "test_rng.h"
+
+namespace {
+
+double sqError(const qs::Format& f, const float* x, std::size_t n, float scale) {
+  std::vector<float> y(n);
+  qs::EncodeJob job;
+  job.x = x;
+  job.n = n;
+  job.scale = scale;
+  job.values = y.data();
+  qs::encode_f32_ref(f, {}, job);
+  double se = 0;
+  for (std::size_t i = 0; i < n; ++i) se += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
+  return se;
+}
+
+float bruteForce(const qs::Scheme& s, const float* x, std::size_t n, float ts) {
+  double best = INFINITY;
+  float best_s = 0;
+  for (double v : qs::distinct_values(*s.scale_format)) {
+    if (!(v > 0) || !std::isfinite(v)) continue;  // distinct_values is ascending
+    const float sc = float(v) * ts;
+    if (!qs::scale_is_usable(sc)) continue;
+    const double se = sqError(s.format, x, n, sc);
+    if (se < best) best = se, best_s = sc;
+  }
+  return best_s;
+}
+
+}  // namespace
+
+TEST(ScaleSearch, EqualsBruteForce) {
+  const qs::Scheme s = qs::parse_scheme("e2m1fn/block:16:e4m3fn:mse");
+  ASSERT_TRUE(s.mse);
+  EXPECT_EQ(s.text, "e2m1fn/block:16:e4m3fn:mse");
+  const auto cands = qs::search_candidates(s);
+  EXPECT_EQ(cands.size(), 126u);  // e4m3fn's positive finite values
+  Rng r = Rng::from_tag("search");
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<float> x(16);
+    const double sigma = std::ldexp(1.0, int(r.unit() * 40) - 20);
+    for (float& v : x) v = float((trial % 3 == 0 ? r.laplace() : trial % 3 == 1 ? r.normal() : r.unit() - 0.5) * sigma);
+    if (trial % 7 == 0) x[3] = float(50 * sigma);  // an outlier: clipping it may beat resolving the rest
+    if (trial % 11 == 0) for (int i = 1; i < 16; i += 2) x[std::size_t(i)] = 0;
+    const float ts = trial % 5 == 0 ? 1.0f : float(std::ldexp(1.0, int(r.unit() * 20) - 16));
+    SCOPED_TRACE(trial);
+    const float got = qs::search_block_scale(s, cands, x.data(), 16, ts);
+    const float want = bruteForce(s, x.data(), 16, ts);
+    EXPECT_EQ(got, want);
+  }
+}
+
+// Per block, the searched scale's squared error is at most the amax rule's (its scale is a candidate), so the
+// tensor's SQNR is at least the amax rule's; and apply_scheme's values are the fake-quantization with the
+// searched scale, block by block.
+TEST(ScaleSearch, NeverWorseAndApplied) {
+  Rng r = Rng::from_tag("tensor");
+  const std::size_t rows = 64, cols = 256;
+  std::vector<float> x(rows * cols);
+  for (float& v : x) v = float(r.laplace() * 0.02);
+  for (std::size_t i = 0; i < x.size(); i += 997) x[i] *= 40;
+  const qs::Scheme mse = qs::parse_scheme("e2m1fn/block:16:e4m3fn:mse");
+  const qs::Scheme amax = qs::parse_scheme("e2m1fn/block:16:e4m3fn");
+  std::vector<float> ym(x.size()), ya(x.size());
+  qs::ErrorMetrics mm, ma;
+  const qs::SchemeOutput om = qs::apply_scheme(mse, x.data(), {int64_t(rows), int64_t(cols)}, ym.data(), 2, {}, &mm);
+  const qs::SchemeOutput oa = qs::apply_scheme(amax, x.data(), {int64_t(rows), int64_t(cols)}, ya.data(), 2, {}, &ma);
+  EXPECT_EQ(om.tensor_scale, oa.tensor_scale);  // the same fp32 tensor scale; only the block scales differ
+  const auto cands = qs::search_candidates(mse);
+  std::size_t better = 0;
+  for (std::size_t b = 0; b < x.size(); b += 16) {
+    double sem = 0, sea = 0;
+    for (std::size_t i = b; i < b + 16; ++i) sem += (x[i] - double(ym[i])) * (x[i] - double(ym[i])), sea += (x[i] - double(ya[i])) * (x[i] - double(ya[i]));
+    ASSERT_LE(sem, sea) << "block " << b / 16;
+    better += sem < sea ? 1 : 0;
+    const float sc = qs::search_block_scale(mse, cands, x.data() + b, 16, om.tensor_scale);
+    std::vector<float> want(16);
+    qs::EncodeJob job;
+    job.x = x.data() + b;
+    job.n = 16;
+    job.scale = sc;
+    job.values = want.data();
+    qs::encode_f32_ref(mse.format, {}, job);
+    for (std::size_t i = 0; i < 16; ++i) ASSERT_EQ(ym[b + i], want[i]) << "block " << b / 16 << " element " << i;
+  }
+  EXPECT_GT(better, 0u);  // on this data the search does win somewhere
+  EXPECT_GE(mm.sqnr_db(), ma.sqnr_db());
+  const qs::ErrorView v = qs::compute_error_view(mse, x.data(), {int64_t(rows), int64_t(cols)});
+  EXPECT_EQ(v.clipped, v.metrics.clipped);
+  EXPECT_EQ(v.metrics.sum_e2, mm.sum_e2);
+}
+
+TEST(ScaleSearch, SpellingRefusedElsewhere) {
+  for (const char* bad : {"e2m1fn/block:32:e8m0fnu:mse", "int4/block:32:bf16:mse", "e2m1fn/block:16:mse", "uint4/block:16:e4m3fn:mse"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THROW(qs::parse_scheme(bad), qs::FormatError);
+  }
+}
