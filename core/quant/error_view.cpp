@@ -105,7 +105,8 @@ struct MinMaxAcc {
 
 // `rule` is the scheme's (apply_scheme's tensor path takes the amax rule for a 0-d block scheme: so does
 // the caller); ts is the two-level tensor scale apply_scheme used.
-// `searched`: the scale search_block_scale chose (an ':mse' scheme), used instead of the rule's.
+// `searched`: the scale apply_scheme chose from the data (search_block_scale for ':mse' blocks, an observer for
+// ':p<pct>' / ':mse' tensor and channel clips), used instead of the rule's.
 GroupView group_view(const Scheme& s, const ScaleRuleParams& rule, const MinMaxAcc& mm, float ts,
                      const float* searched = nullptr) {
   GroupView g;
@@ -375,7 +376,7 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
     MinMaxAcc mm{level};
     if (is_affine(f)) mm.add(x, n);  // the zero point needs the signed range
     else mm.amax = v.out.amax, mm.any = v.out.amax > 0;
-    const GroupView g = group_view(s, tensor_rule, mm, 1.0f);
+    const GroupView g = group_view(s, tensor_rule, mm, 1.0f, v.out.observed_scales.empty() ? nullptr : &v.out.observed_scales[0]);
     groups.resize(1, is_affine(f));
     groups.set(0, g, mm.amax);
     const double bound = g.bound;
@@ -400,7 +401,7 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
     std::vector<double> bounds(channels);
     groups.resize(channels, is_affine(f));
     for (std::size_t c = 0; c < channels; ++c) {
-      const GroupView g = group_view(s, rule, mms[c], 1.0f);
+      const GroupView g = group_view(s, rule, mms[c], 1.0f, v.out.observed_scales.empty() ? nullptr : &v.out.observed_scales[c]);
       groups.set(c, g, mms[c].amax);
       bounds[c] = g.bound;
     }

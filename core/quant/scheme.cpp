@@ -9,10 +9,12 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <sstream>
 
 #include "format/ggml_quantize.h"
 #include "format/quantize.h"
 #include "quant/metrics.h"
+#include "quant/observer.h"
 #include "quant/reduce_simd.h"
 
 namespace qs {
@@ -101,6 +103,33 @@ constexpr GgmlScheme kGgmlSchemes[] = {
 };
 
 }  // namespace
+
+float observed_scale(const Scheme& s, const std::function<void(Observer&)>& feed) {
+  double clip = 0;
+  if (s.clip == Scheme::Clip::Percentile) {
+    HistogramPercentileObserver o(s.percentile, 2048);
+    feed(o);
+    clip = o.amax();
+  } else {
+    MseObserver o(s.format, std::size_t(1) << 20, 1);
+    feed(o);
+    clip = o.amax();
+  }
+  if (!(clip > 0) || !std::isfinite(clip)) return 1.0f;
+  const float sc = static_cast<float>(clip) / static_cast<float>(s.format.max_finite);
+  return sc < FLT_MIN ? FLT_MIN : sc;
+}
+
+float observed_scale_tensor(const Scheme& s, const float* x, std::size_t n) {
+  return observed_scale(s, [&](Observer& o) { o.observe(x, n); });
+}
+
+float observed_scale_channel(const Scheme& s, const float* x, std::size_t outer, std::size_t channels,
+                             std::size_t inner, std::size_t c) {
+  return observed_scale(s, [&](Observer& o) {
+    for (std::size_t k = 0; k < outer; ++k) o.observe(x + (k * channels + c) * inner, inner);
+  });
+}
 
 std::vector<double> search_candidates(const Scheme& s) {
   std::vector<double> c;
@@ -261,6 +290,25 @@ Scheme parse_scheme(std::string_view text, const EncodeOptions& options) {
   std::string gran = slash == std::string::npos ? "tensor" : t.substr(slash + 1);
   for (char& c : gran) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   auto fail = [&](const std::string& why) { throw FormatError("scheme '" + t + "': " + why); };
+  // An observer clip after tensor / channel:<axis>: ":p<percentile>" or ":mse".
+  std::string clip_text;
+  if (gran.rfind("tensor:", 0) == 0 || (gran.rfind("channel:", 0) == 0 && gran.find(':', 8) != std::string::npos)) {
+    const std::size_t c = gran.rfind(':');
+    clip_text = gran.substr(c + 1);
+    gran = gran.substr(0, c);
+    if (clip_text == "mse") {
+      s.clip = Scheme::Clip::Mse;
+    } else if (clip_text.size() > 1 && clip_text[0] == 'p') {
+      char* end = nullptr;
+      s.percentile = std::strtod(clip_text.c_str() + 1, &end);
+      if (*end != '\0' || !(s.percentile > 0 && s.percentile <= 100))
+        fail("percentile '" + clip_text + "' is not p<number in (0, 100]>");
+      s.clip = Scheme::Clip::Percentile;
+    } else {
+      fail("unknown clip '" + clip_text + "' (p<percentile> or mse)");
+    }
+    if (affine(s.format)) fail("observer clips set symmetric scales; unsigned integer formats take the min/max rule");
+  }
   if (gran == "tensor") {
     s.granularity = Granularity::Tensor;
     s.text = s.format.name + "/tensor";
@@ -273,6 +321,7 @@ Scheme parse_scheme(std::string_view text, const EncodeOptions& options) {
     if (!parse_int(std::string_view(gran).substr(8), s.axis)) fail("channel axis '" + gran.substr(8) + "' is not an integer");
     s.text = s.format.name + "/channel:" + std::to_string(s.axis);
   } else if (gran.rfind("block:", 0) == 0) {
+    if (!clip_text.empty()) fail("observer clips apply to tensor and channel scales");
     s.granularity = Granularity::Block;
     std::string rest = gran.substr(6);
     // "/axis:<k>" after the block: runs of n along axis k instead of the last.
@@ -329,6 +378,13 @@ Scheme parse_scheme(std::string_view text, const EncodeOptions& options) {
   } else {
     fail("unknown granularity '" + gran +
          "' (tensor, channel:<axis>, block:<n>[:<scale format>][/axis:<k>], block:<rows>x<cols>[:<scale format>], none)");
+  }
+  if (s.clip == Scheme::Clip::Percentile) {
+    std::ostringstream o;
+    o << ":p" << s.percentile;
+    s.text += o.str();
+  } else if (s.clip == Scheme::Clip::Mse) {
+    s.text += ":mse";
   }
   // The scale rule, decided here once from the formats' properties.
   if (s.granularity == Granularity::None) s.rule = ScaleRule::None;
@@ -448,7 +504,10 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
     ScaleRuleParams tensor_rule = rule;
     if (rule.rule == ScaleRule::MxE8m0 || rule.rule == ScaleRule::TwoLevel || rule.rule == ScaleRule::Rounded16)
       tensor_rule.rule = ScaleRule::Amax;
-    const GroupScale g = group_scale(tensor_rule, GroupStats{mm.amax, mm.lo, mm.hi});
+    const GroupScale g = s.clip != Scheme::Clip::Amax && mm.amax > 0
+                             ? GroupScale{observed_scale_tensor(s, x, n), 0}
+                             : group_scale(tensor_rule, GroupStats{mm.amax, mm.lo, mm.hi});
+    if (s.clip != Scheme::Clip::Amax) out.observed_scales.assign(1, g.scale);
     out.cancelled = !parallel_chunks(n, std::size_t(1) << 20, threads, [&](std::size_t b, std::size_t e) {
       EncodeStats st;
       ErrorMetrics local;
@@ -472,6 +531,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
     for (int i = 0; i < axis; ++i) outer *= static_cast<std::size_t>(shape[i]);
     for (int i = axis + 1; i < rank; ++i) inner *= static_cast<std::size_t>(shape[i]);
     const std::size_t channels = static_cast<std::size_t>(shape[axis]);
+    if (s.clip != Scheme::Clip::Amax) out.observed_scales.assign(channels, 1.0f);
     out.cancelled = !parallel_chunks(channels, 1, threads, [&](std::size_t cb, std::size_t ce) {
       EncodeStats st;
       ErrorMetrics local;
@@ -480,7 +540,10 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
       for (std::size_t c = cb; c < ce; ++c) {
         MinMax mm;
         for (std::size_t o = 0; o < outer; ++o) mm.add(x + (o * channels + c) * inner, inner);
-        const GroupScale g = group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi});
+        const GroupScale g = s.clip != Scheme::Clip::Amax && mm.amax > 0
+                                 ? GroupScale{observed_scale_channel(s, x, outer, channels, inner, c), 0}
+                                 : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi});
+        if (s.clip != Scheme::Clip::Amax) out.observed_scales[c] = g.scale;
         for (std::size_t o = 0; o < outer; ++o) {
           const std::size_t off = (o * channels + c) * inner;
           gq.run(x + off, inner, off, mm, g, y + off, st, local);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +49,10 @@ struct Scheme {
   // TwoLevel block scales searched instead of amax-derived: "e2m1fn/block:16:e4m3fn:mse" (TensorRT Model
   // Optimizer's MSE calibration of NVFP4 scales): see search_block_scale.
   bool mse = false;
+  // Tensor and channel scales from an observer's clipping value instead of the amax ("e4m3fn/tensor:p99.99",
+  // "int8/channel:0:mse"): the observers of quant/observer.h used as weight scale rules (observed_scale).
+  enum class Clip : uint8_t { Amax, Percentile, Mse } clip = Clip::Amax;
+  double percentile = 100;  // Clip::Percentile
   // llama.cpp's block formats ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k", "q5_k", "q6_k"): rule GgmlBlock,
   // granularity Block with block = the (super-)block length, and `format` the container of the codes
   // (int8 for q8_0, uint4 for the 4-bit types, uint8 for the 5- and 6-bit ones). Rows along the last axis
@@ -82,6 +87,18 @@ class BlockGroups {
 std::vector<double> search_candidates(const Scheme& s);
 float search_block_scale(const Scheme& s, const std::vector<double>& candidates, const float* x, std::size_t n,
                          float tensor_scale);
+
+// A tensor or channel scale from an observer: `feed(observer)` hands it the group's values (in a fixed order,
+// so that every caller gets the same scale); s = clip / max_finite in float32, floored at FLT_MIN, 1 when the
+// clip is not positive. Percentile: HistogramPercentileObserver(percentile, 2048 bins); Mse: MseObserver (a
+// seeded reservoir of at most 2^20 values, then its grid search).
+class Observer;
+float observed_scale(const Scheme& s, const std::function<void(Observer&)>& feed);
+// The two feeding orders apply_scheme and the Error view share: the whole tensor at once; a channel's runs
+// x[(o * channels + c) * inner, + inner) for o = 0 .. outer - 1.
+float observed_scale_tensor(const Scheme& s, const float* x, std::size_t n);
+float observed_scale_channel(const Scheme& s, const float* x, std::size_t outer, std::size_t channels,
+                             std::size_t inner, std::size_t c);
 
 // Whether a block scheme's axis exists in a tensor of this rank (analyze skips the pairs where it does not).
 bool block_axis_fits(const Scheme& s, const std::vector<int64_t>& shape);
@@ -128,6 +145,7 @@ struct SchemeOutput {
   double amax = 0;              // max |x| over finite x
   std::size_t groups = 0;       // scales used (1, channels or blocks)
   float tensor_scale = 1.0f;    // two-level block scales: the fp32 tensor scale
+  std::vector<float> observed_scales;  // observer clips (Scheme::clip): the scale of the tensor or of each channel
   bool cancelled = false;
 };
 

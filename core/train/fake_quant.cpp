@@ -98,11 +98,14 @@ FakeQuant::FakeQuant(Scheme scheme, ScalingMode mode, int history, int margin)
   // ggml's quantizer) go through apply_scheme as a whole: no per-element codes for the flip statistics.
   // So do 2-D tiles, blocks along the rows (axis 0 of the 2-D tensors trained here) and 16-bit block scales.
   affine_ = scheme_.rule == ScaleRule::Affine || scheme_.rule == ScaleRule::GgmlBlock ||
-            scheme_.rule == ScaleRule::Rounded16 || scheme_.mse || scheme_.block_rows > 1 ||
+            scheme_.rule == ScaleRule::Rounded16 || scheme_.mse || scheme_.clip != Scheme::Clip::Amax ||
+            scheme_.block_rows > 1 ||
             (scheme_.granularity == Granularity::Block && scheme_.block_axis != -1 && scheme_.block_axis != 1);
   if (mode_ == ScalingMode::Delayed) {
     if (scheme_.granularity != Granularity::Tensor)
       throw FormatError("scheme " + scheme_.text + ": delayed scaling needs a /tensor scheme");
+    if (scheme_.clip != Scheme::Clip::Amax)
+      throw FormatError("scheme " + scheme_.text + ": delayed scaling takes its scale from the amax history, not an observer clip");
     if (affine_) throw FormatError("scheme " + scheme_.text + ": delayed scaling needs a signed format");
     if (history < 1) throw FormatError("delayed scaling: the amax history needs at least 1 entry");
   }
