@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "quantscope-cli 0.1.0");
   qs::cli::add_formats(app);
+  qs::cli::add_observe(app);
   qs::cli::add_quantize(app);
   qs::cli::add_bench(app);
   qs::cli::add_selftest(app);
