@@ -3,6 +3,8 @@
 #   ./build.sh run    starts the GUI (with the built-in default format e4m3fn)
 #   ./build.sh test   runs every test: the full build, then a Qt-free engine + CLI build
 #   ./build.sh sanitize   the Qt-free engine + CLI and their tests under AddressSanitizer + UBSan (CI runs it)
+#   ./build.sh package    the Debian package (CPU-only) in build-package/, checked with lintian,
+#                         desktop-file-validate and appstreamcli
 set -euo pipefail
 cd "$(dirname "$0")"
 mode=${1:-run}
@@ -10,7 +12,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 packages=(build-essential cmake ninja-build pkg-config libeigen3-dev libcli11-dev
           libzip-dev nlohmann-json3-dev libgtest-dev libprotobuf-dev protobuf-compiler zlib1g-dev dataset-fashion-mnist
-          qt6-base-dev qt6-svg-dev libqcustomplot-dev libgl-dev fonts-dejavu-core)
+          qt6-base-dev qt6-svg-dev libqcustomplot-dev libgl-dev fonts-dejavu-core help2man)
 
 install_missing() {
   local missing=()
@@ -56,8 +58,21 @@ case "$mode" in
       ctest --test-dir build-asan --output-on-failure -j "$jobs"
     echo "build.sh: all tests passed under ASan + UBSan"
     ;;
+  package)
+    packages+=(lintian desktop-file-utils appstream)  # the checks of the package, not build dependencies
+    install_missing
+    configure_and_build build-package -DQS_WITH_CUDA=OFF -DCMAKE_INSTALL_PREFIX=/usr
+    rm -f build-package/quantscope_*.deb
+    (cd build-package && cpack -G DEB)
+    deb=$(ls build-package/quantscope_*.deb)
+    desktop-file-validate resources/quantscope.desktop
+    appstreamcli validate --no-net resources/io.github.quantscope.QuantScope.metainfo.xml
+    # lintian exits non-zero on errors; warnings are printed and explained in the README.
+    lintian --no-tag-display-limit "$deb"
+    echo "build.sh: package $deb"
+    ;;
   *)
-    echo "usage: ./build.sh run | ./build.sh test | ./build.sh sanitize" >&2
+    echo "usage: ./build.sh run | ./build.sh test | ./build.sh sanitize | ./build.sh package" >&2
     exit 2
     ;;
 esac

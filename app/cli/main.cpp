@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "qs_version.h"
 #include "io/atomic_file.h"
 
 namespace qs::cli {
@@ -76,7 +77,7 @@ std::string one_line(std::string s) {
 int main(int argc, char** argv) {
   CLI::App app{"quantscope-cli: number formats and quantization from the command line"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "quantscope-cli 0.1.0");
+  app.set_version_flag("--version", "quantscope-cli " QS_VERSION);
   qs::cli::add_formats(app);
   qs::cli::add_observe(app);
   qs::cli::add_quantize(app);

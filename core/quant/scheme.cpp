@@ -188,7 +188,7 @@ BlockGroups::BlockGroups(const Scheme& s, const std::vector<int64_t>& shape) {
     l_ = std::size_t(shape.back());
     r_ = std::size_t(s.block_rows);
     c_ = std::size_t(s.block);
-    outer_ = m_ * l_ ? n / (m_ * l_) : 0;
+    outer_ = (m_ * l_ != 0) ? n / (m_ * l_) : 0;
     tr_ = (m_ + r_ - 1) / r_;
     tc_ = (l_ + c_ - 1) / c_;
     count_ = outer_ * tr_ * tc_;

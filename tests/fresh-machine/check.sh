@@ -3,6 +3,11 @@
 # nothing but the README's commands?
 #
 #   tests/fresh-machine/check.sh            (as root, or with sudo; .ci/run calls it after the host tests)
+#   tests/fresh-machine/check.sh --deb build-package/quantscope_0.1.0_amd64.deb
+#                                           the package instead: `apt-get install ./<deb>` into the clean root
+#                                           (dependencies from the archive), then `quantscope-cli selftest`,
+#                                           the man pages, the completion and `quantscope --report` (offscreen)
+#                                           from the installed paths
 #
 # 1. Bootstraps a clean Debian 12 root (debootstrap --variant=minbase bookworm), cached as a tarball under
 #    $QS_FRESH_CACHE (default ~/.cache/quantscope-fresh) so later runs skip that download.
@@ -18,6 +23,11 @@
 # http://deb.debian.org/debian), QS_FRESH_CACHE, QS_FRESH_KEEP=1 keeps the root for a look afterwards.
 set -euo pipefail
 
+deb=""
+if [ "${1:-}" = --deb ]; then
+  [ -f "${2:-}" ] || { echo "fresh-machine: FAILED: --deb needs the path of a .deb file" >&2; exit 1; }
+  deb=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 tree=$(cd "$here/../.." && pwd)
 mirror=${QS_FRESH_MIRROR:-http://deb.debian.org/debian}
@@ -98,6 +108,41 @@ mkdir "$root"
 "${sudo[@]}" cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 echo "deb $mirror $suite main" | "${sudo[@]}" tee "$root/etc/apt/sources.list" >/dev/null
 echo "deb $mirror $suite-updates main" | "${sudo[@]}" tee -a "$root/etc/apt/sources.list" >/dev/null
+
+# --- package mode: install the .deb with apt and run the programs from the installed paths.
+if [ -n "$deb" ]; then
+  "${sudo[@]}" mount -t proc proc "$root/proc"; mounted+=("$root/proc")
+  "${sudo[@]}" mount --rbind /dev "$root/dev"; mounted+=("$root/dev")
+  "${sudo[@]}" mount --make-rslave "$root/dev"
+  "${sudo[@]}" cp "$deb" "$root/tmp/"
+  name=$(basename "$deb")
+  say "installing $name into the fresh root with apt"
+  set +e
+  out=$("${sudo[@]}" chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash -c "
+      set -e
+      apt-get update -qq
+      apt-get install -y -qq --no-install-recommends /tmp/$name > /tmp/install.log 2>&1 || { tail -20 /tmp/install.log; exit 1; }
+      echo installed: \$(dpkg-query -W -f='\${Package} \${Version}' quantscope)
+      command -v quantscope quantscope-cli
+      quantscope-cli --version
+      quantscope-cli selftest | tail -1
+      test -s /usr/share/man/man1/quantscope-cli.1.gz && test -s /usr/share/man/man1/quantscope.1.gz && echo man pages present
+      test -s /usr/share/bash-completion/completions/quantscope-cli && echo completion present
+      test -s /usr/share/metainfo/io.github.quantscope.QuantScope.metainfo.xml && echo metainfo present
+      test -s /usr/share/applications/quantscope.desktop && echo desktop entry present
+      QT_QPA_PLATFORM=offscreen quantscope --report /tmp/report > /tmp/report.log 2>&1 || { tail -5 /tmp/report.log; exit 1; }
+      ls /tmp/report | head -20
+      test -s /tmp/report/format-grid.png && test -s /tmp/report/error-histogram.pdf && test -s /tmp/report/settings.json && echo report written
+    " 2>&1)
+  rc=$?
+  set -e
+  echo "$out" | sed 's/^/  | /'
+  [ "$rc" -eq 0 ] || die "the package did not install and run in the fresh root (exit $rc)"
+  echo "$out" | grep -q "report written" || die "quantscope --report did not write its files"
+  say "PASSED: $name installs with apt on a fresh Debian 12 and its programs run ($(elapsed))"
+  exit 0
+fi
 
 # --- the working tree, as a clone would have it (no build folders).
 dest="$root/home/newcomer/quantscope"
