@@ -146,6 +146,9 @@ void run_cuda_selftest(const std::function<void(const SelftestCase&)>& report) {
       schemes.push_back(std::string(fmt) + "/" + gran);
   for (const char* sch : {"e2m1fn/block:16:e4m3fn", "e2m1fn/block:32:e4m3fn", "int4/block:16:e4m3fn", "e4m3fn/block:16:e5m2"})
     schemes.push_back(sch);
+  // The E8M0 exponent roundings (MxRounding: one case in group_scale for host and device).
+  for (const char* fmt : {"e2m1fn", "e4m3fn", "e3m2fn"})
+    for (const char* mode : {"ceil", "even", "rceil"}) schemes.push_back(std::string(fmt) + "/block:32:e8m0fnu:" + mode);
   for (const std::string& text : schemes)
     for (Rounding r : {Rounding::Nearest, Rounding::Stochastic}) {
       EncodeOptions opt;

@@ -226,7 +226,13 @@ SchemeOutput apply_scheme_cuda(const Scheme& s, const float* x, const std::vecto
   // The rule of the scheme for every group, a 0-d tensor included (on the CPU, a 0-d tensor under a block
   // scheme takes the amax rule: see apply_scheme).
   const ScaleRuleParams rule = scale_rule_params(s);
-  if (rule.rule == ScaleRule::None)
+  // Rules and layouts the kernels do not have yet: scales chosen from the data (ggml's quantizers, the NVFP4
+  // search, observer clips), 16-bit block scales, 2-D tiles and blocks along another axis. (MX exponent
+  // roundings are in group_scale, so they run here.)
+  const bool other_axis = s.granularity == Granularity::Block && s.block_axis != -1 &&
+                          !(shape.size() > 0 && s.block_axis == int(shape.size()) - 1);
+  if (rule.rule == ScaleRule::None || rule.rule == ScaleRule::GgmlBlock || rule.rule == ScaleRule::Rounded16 || s.mse ||
+      s.clip != Scheme::Clip::Amax || s.block_rows > 1 || other_axis)
     throw std::runtime_error("scheme " + s.text + " is not supported on CUDA yet (CPU only)");
   uint64_t n = 1;
   for (int64_t d : shape) n *= uint64_t(d);
