@@ -68,7 +68,7 @@ case "$mode" in
     desktop-file-validate resources/quantscope.desktop
     appstreamcli validate --no-net resources/io.github.quantscope.QuantScope.metainfo.xml
     # lintian exits non-zero on errors; warnings are printed and explained in the README.
-    lintian --no-tag-display-limit "$deb"
+    lintian --tag-display-limit 0 "$deb"
     echo "build.sh: package $deb"
     ;;
   *)

@@ -27,8 +27,14 @@ if(QS_HELP2MAN)
       DEPENDS quantscope ${PROJECT_SOURCE_DIR}/resources/man/quantscope.h2m VERBATIM)
     list(APPEND qs_man_pages ${qs_man_dir}/quantscope.1)
   endif()
-  add_custom_target(qs_man_pages ALL DEPENDS ${qs_man_pages})
-  install(FILES ${qs_man_pages} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  # Installed compressed (gzip -9n: no name or time stamp, so the package is reproducible).
+  set(qs_man_gz)
+  foreach(page IN LISTS qs_man_pages)
+    add_custom_command(OUTPUT ${page}.gz COMMAND gzip -9nkf ${page} DEPENDS ${page} VERBATIM)
+    list(APPEND qs_man_gz ${page}.gz)
+  endforeach()
+  add_custom_target(qs_man_pages ALL DEPENDS ${qs_man_gz})
+  install(FILES ${qs_man_gz} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 else()
   message(STATUS "QuantScope: help2man not found, no man pages (Debian: help2man)")
 endif()
@@ -39,8 +45,13 @@ if(QS_BUILD_GUI)
   install(FILES ${PROJECT_SOURCE_DIR}/resources/io.github.quantscope.QuantScope.metainfo.xml
           DESTINATION ${CMAKE_INSTALL_DATADIR}/metainfo)
 endif()
-install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/README.md
-        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# Debian's documentation files: the machine-readable copyright and the (gzipped) changelog.
+add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/changelog.gz
+  COMMAND gzip -9nc ${PROJECT_SOURCE_DIR}/resources/debian/changelog > ${CMAKE_BINARY_DIR}/changelog.gz
+  DEPENDS ${PROJECT_SOURCE_DIR}/resources/debian/changelog)
+add_custom_target(qs_changelog ALL DEPENDS ${CMAKE_BINARY_DIR}/changelog.gz)
+install(FILES ${PROJECT_SOURCE_DIR}/resources/debian/copyright ${CMAKE_BINARY_DIR}/changelog.gz
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/quantscope)
 
 # The Debian package: CPU-only (the CUDA backend stays a build option), dependencies from the binaries.
 set(CPACK_GENERATOR DEB)
@@ -50,13 +61,12 @@ set(CPACK_PACKAGE_VENDOR "QuantScope developers")
 set(CPACK_PACKAGE_CONTACT "QuantScope developers <quantscope@users.noreply.github.com>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "explorer for number formats and quantization (FP8/FP6/FP4, int8)")
 set(CPACK_PACKAGE_DESCRIPTION
-    "QuantScope shows what number formats and quantization do to real tensors: every FP8/FP6/FP4 variant,\nE8M0, custom ExMy and int8/int4 encoded bit-exactly; per-tensor, channel and block schemes (MX,\nNVFP4, llama.cpp's Q4_K ...) compared on .npy, .safetensors, ONNX, GGUF and PyTorch files with error\nhistograms and SQNR tables; a Fashion-MNIST training lab with fake quantization; int8 GEMM timings.\nIt has a desktop GUI (quantscope) and a scriptable command line (quantscope-cli).")
+    "QuantScope shows what number formats and quantization do to real tensors:\nevery FP8/FP6/FP4 variant, E8M0, custom ExMy and int8/int4, encoded\nbit-exactly; per-tensor, per-channel and block schemes (MX, NVFP4, llama.cpp\nblock formats) compared on model files with error histograms and SQNR\ntables; a Fashion-MNIST training lab with fake quantization; int8 GEMM\ntimings. A desktop GUI (quantscope) and a command line (quantscope-cli).")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "dataset-fashion-mnist")
-set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/quantscope/quantscope")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_STRIP_FILES ON)
