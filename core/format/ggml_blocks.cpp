@@ -2,6 +2,7 @@
 // float32, never fused, as ggml's reference C computes it.
 #include "format/ggml_blocks.h"
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -130,6 +131,73 @@ void q6_k(const uint8_t* b, float* y) {  // ql[128], qh[64], scales[16], d
   }
 }
 
+void q2_k(const uint8_t* b, float* y) {  // scales[16], qs[64], d, dmin
+  const float d = half_at(b + 80), min = half_at(b + 82);
+  const uint8_t* q = b + 16;
+  int is = 0;
+  for (int n = 0; n < 256; n += 128) {
+    int shift = 0;
+    for (int j = 0; j < 4; ++j) {
+      uint8_t sc = b[is++];
+      float dl = d * (sc & 0xF), ml = min * (sc >> 4);
+      for (int l = 0; l < 16; ++l) *y++ = dl * int8_t((q[l] >> shift) & 3) - ml;
+      sc = b[is++];
+      dl = d * (sc & 0xF);
+      ml = min * (sc >> 4);
+      for (int l = 0; l < 16; ++l) *y++ = dl * int8_t((q[l + 16] >> shift) & 3) - ml;
+      shift += 2;
+    }
+    q += 32;
+  }
+}
+void q3_k(const uint8_t* b, float* y) {  // hmask[32], qs[64], scales[12], d
+  const float d_all = half_at(b + 108);
+  const uint8_t* q = b + 32;
+  const uint8_t* hm = b;
+  uint8_t m = 1;
+  // The 16 6-bit scales: low 4 bits in scales[0..8), high 2 bits in scales[8..12) (ggml's kmask unpacking on
+  // little-endian words).
+  uint32_t aux[4] = {u32_at(b + 96), u32_at(b + 100), u32_at(b + 104), 0};
+  const uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f, tmp = aux[2];
+  aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
+  aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
+  aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
+  aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
+  int8_t scales[16];
+  for (int k = 0; k < 16; ++k) scales[k] = int8_t(uint8_t(aux[k / 4] >> (8 * (k % 4))));
+  int is = 0;
+  for (int n = 0; n < 256; n += 128) {
+    int shift = 0;
+    for (int j = 0; j < 4; ++j) {
+      float dl = d_all * (scales[is++] - 32);
+      for (int l = 0; l < 16; ++l) *y++ = dl * (int8_t((q[l + 0] >> shift) & 3) - ((hm[l + 0] & m) ? 0 : 4));
+      dl = d_all * (scales[is++] - 32);
+      for (int l = 0; l < 16; ++l) *y++ = dl * (int8_t((q[l + 16] >> shift) & 3) - ((hm[l + 16] & m) ? 0 : 4));
+      shift += 2;
+      m = uint8_t(m << 1);
+    }
+    q += 32;
+  }
+}
+void q8_k(const uint8_t* b, float* y) {  // float d, qs[256], bsums[16]
+  float d;
+  std::memcpy(&d, b, 4);
+  for (int j = 0; j < 256; ++j) y[j] = d * int8_t(b[4 + j]);
+}
+// MXFP4: an E8M0 exponent e and 32 e2m1 codes; ggml doubles the e2m1 values (kvalues_mxfp4) and halves the
+// scale: 2^(e - 128), written as ggml_e8m0_to_fp32_half does (e = 255 gives 2^127, not NaN).
+void mxfp4(const uint8_t* b, float* y) {
+  static constexpr int8_t kv[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+  const uint8_t e = b[0];
+  const uint32_t bits = e < 2 ? (0x00200000u << e) : (uint32_t(e - 1) << 23);
+  float d;
+  std::memcpy(&d, &bits, 4);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = kv[b[1 + j] & 0x0F] * d;
+    y[j + 16] = kv[b[1 + j] >> 4] * d;
+  }
+}
+
 using DecodeBlock = void (*)(const uint8_t*, float*);
 DecodeBlock decoder(BlockType t) {
   switch (t) {
@@ -141,7 +209,11 @@ DecodeBlock decoder(BlockType t) {
     case BlockType::Q4_K: return q4_k;
     case BlockType::Q5_K: return q5_k;
     case BlockType::Q6_K: return q6_k;
-    default: return nullptr;
+    case BlockType::Q2_K: return q2_k;
+    case BlockType::Q3_K: return q3_k;
+    case BlockType::Q8_K: return q8_k;
+    case BlockType::MXFP4: return mxfp4;
+    default: return nullptr;  // Q8_1 (an activation format ggml never dequantizes)
   }
 }
 

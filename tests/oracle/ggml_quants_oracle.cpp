@@ -18,6 +18,8 @@ void dequantize_row_q4_0(const void*, float*, int64_t); void dequantize_row_q4_1
 void dequantize_row_q5_0(const void*, float*, int64_t); void dequantize_row_q5_1(const void*, float*, int64_t);
 void dequantize_row_q8_0(const void*, float*, int64_t); void dequantize_row_q4_K(const void*, float*, int64_t);
 void dequantize_row_q5_K(const void*, float*, int64_t); void dequantize_row_q6_K(const void*, float*, int64_t);
+void dequantize_row_q2_K(const void*, float*, int64_t); void dequantize_row_q3_K(const void*, float*, int64_t);
+void dequantize_row_q8_K(const void*, float*, int64_t); void dequantize_row_mxfp4(const void*, float*, int64_t);
 void ggml_abort(const char*, int, const char*, ...) { std::abort(); }
 size_t ggml_row_size(int, int64_t) { std::abort(); } const char* ggml_type_name(int) { return "?"; } size_t ggml_type_size(int) { std::abort(); }
 }
@@ -56,6 +58,24 @@ int main() {
     std::printf("%s: %lld bytes differ, %lld decoded values differ (60 rows of %d)\n", block_info(t.t).name, tb, tbits, n);
     bad += tb + tbits;
     total++;
+  }
+  // Types decoded but not quantized here: random blocks (fp16 fields included, so NaN and inf scales occur)
+  // through both decoders.
+  struct D { BlockType t; void (*d)(const void*, float*, int64_t); };
+  const D ds[] = {{BlockType::Q2_K, dequantize_row_q2_K}, {BlockType::Q3_K, dequantize_row_q3_K},
+                  {BlockType::Q8_K, dequantize_row_q8_K}, {BlockType::MXFP4, dequantize_row_mxfp4}};
+  for (const D& t : ds) {
+    const BlockInfo& b = block_info(t.t);
+    const std::size_t blocks = 4096, vals = blocks * b.block_elems;
+    std::vector<uint8_t> raw(blocks * b.block_bytes);
+    for (auto& v : raw) v = uint8_t(g());
+    std::vector<float> ya(vals), yb(vals);
+    dequantize(t.t, raw.data(), vals, ya.data());
+    t.d(raw.data(), yb.data(), int64_t(vals));
+    long long diff = 0;
+    for (std::size_t i = 0; i < vals; ++i) diff += std::memcmp(&ya[i], &yb[i], 4) != 0 && !(std::isnan(ya[i]) && std::isnan(yb[i]));
+    std::printf("%s: %lld decoded values differ (%zu random blocks)\n", b.name, diff, blocks);
+    bad += diff;
   }
   return bad ? 1 : 0;
 }
