@@ -45,6 +45,7 @@ QJsonObject ViewSettings::toJson() const {
                 {QStringLiteral("data"), data},
                 {QStringLiteral("schemes"), schemeArray},
                 {QStringLiteral("rounding_seed"), double(seed)}};
+  o.insert(QStringLiteral("quantscope_version"), QStringLiteral(QS_VERSION));  // which build wrote it (not read back)
   if (!preset.isEmpty()) o.insert(QStringLiteral("preset"), preset);
   if (!title.isEmpty()) o.insert(QStringLiteral("title"), title);
   if (!explanation.isEmpty()) o.insert(QStringLiteral("explanation"), explanation);
