@@ -18,6 +18,7 @@ void add_selftest(CLI::App& app);    // selftest
 void add_analyze(CLI::App& app);     // analyze
 void add_train(CLI::App& app);       // train
 void add_observe(CLI::App& app);     // observe
+void add_info(CLI::App& app);        // info
 
 // Writes `text` to `path` atomically when a path is given, else prints it to stdout (throws
 // StdoutError when stdout cannot take it: main reports the reason and exits 1).

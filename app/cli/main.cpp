@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "quantscope-cli " QS_VERSION);
   qs::cli::add_formats(app);
   qs::cli::add_observe(app);
+  qs::cli::add_info(app);
   qs::cli::add_quantize(app);
   qs::cli::add_bench(app);
   qs::cli::add_selftest(app);

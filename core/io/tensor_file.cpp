@@ -214,6 +214,7 @@ std::unique_ptr<TensorFile> open_tensor_file(const std::string& path) {
     return n >= magic.size() && std::memcmp(head.data(), magic.data(), magic.size()) == 0;
   };
   if (starts_with("\x93NUMPY")) return open_npy_file(path);
+  if (starts_with("GGUF")) return open_gguf_file(path);
   if (starts_with("PK\x03\x04") || starts_with(std::string_view("PK\x05\x06", 4))) return open_npz_file(path);
   if (n >= 9 && head[8] == '{') return open_safetensors_file(path);  // u64 header length, then the JSON '{'
 
@@ -223,14 +224,15 @@ std::unique_ptr<TensorFile> open_tensor_file(const std::string& path) {
   if (ext == ".npy") return open_npy_file(path);
   if (ext == ".npz") return open_npz_file(path);
   if (ext == ".safetensors") return open_safetensors_file(path);
+  if (ext == ".gguf") return open_gguf_file(path);
   if (n == 0) throw IoError(path + ": empty file, not a tensor file");
   throw IoError(path +
-                ": not a recognised tensor file (supported: .npy, .npz, .safetensors by their magic bytes; .onnx by "
+                ": not a recognised tensor file (supported: .npy, .npz, .safetensors, .gguf by their magic bytes; .onnx by "
                 "extension; a sharded model by its *.safetensors.index.json or folder)");
 }
 
 bool tensor_reader_available(const std::string& kind) {
-  if (kind == "npy") return true;
+  if (kind == "npy" || kind == "gguf") return true;
 #ifdef QS_HAVE_LIBZIP
   if (kind == "npz") return true;
 #endif

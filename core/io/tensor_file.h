@@ -1,4 +1,4 @@
-// Tensor files opened one tensor at a time: .npy, .npz, .safetensors and .onnx behind one interface,
+// Tensor files opened one tensor at a time: .npy, .npz, .safetensors, .onnx and .gguf behind one interface,
 // so that memory follows the largest tensor, not the file. Exercise: tests/tst_tensorfile.cpp,
 // `quantscope-cli analyze --in model.onnx --scheme e4m3fn/tensor`.
 //
@@ -83,6 +83,9 @@ std::unique_ptr<TensorFile> open_npy_file(const std::string& path);
 std::unique_ptr<TensorFile> open_npz_file(const std::string& path);          // needs libzip
 std::unique_ptr<TensorFile> open_safetensors_file(const std::string& path);  // needs nlohmann-json
 std::unique_ptr<TensorFile> open_onnx_file(const std::string& path);         // needs libprotobuf
+// GGUF v2/v3 (llama.cpp): plain tensors as stored, ggml block types dequantized (TensorInfo::stored = "Q4_K"),
+// IQ / ternary / unknown types in skipped(); the key/values in metadata(). Kind "gguf".
+std::unique_ptr<TensorFile> open_gguf_file(const std::string& path);
 // A sharded Hugging Face checkpoint as one model (kind "sharded safetensors"; needs nlohmann-json): `path`
 // is a `*.safetensors.index.json` ({"weight_map": {"tensor": "model-00001-of-00003.safetensors", ...}}) or
 // a folder (its index if it has one, else every *.safetensors file in it). Tensors are listed shard by
