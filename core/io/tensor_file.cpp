@@ -215,7 +215,11 @@ std::unique_ptr<TensorFile> open_tensor_file(const std::string& path) {
   };
   if (starts_with("\x93NUMPY")) return open_npy_file(path);
   if (starts_with("GGUF")) return open_gguf_file(path);
-  if (starts_with("PK\x03\x04") || starts_with(std::string_view("PK\x05\x06", 4))) return open_npz_file(path);
+  if (starts_with("PK\x03\x04") || starts_with(std::string_view("PK\x05\x06", 4))) return open_zip_tensor_file(path);
+  // A pickle (protocol 2) beginning with torch's legacy magic number: torch.save before the zip format.
+  if (starts_with("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8"))
+    throw IoError(path + ": a legacy (pre-1.6, non-zip) PyTorch file; re-save it with torch.save(obj, path) from "
+                         "PyTorch >= 1.6 to read it here");
   if (n >= 9 && head[8] == '{') return open_safetensors_file(path);  // u64 header length, then the JSON '{'
 
   // No magic we know: a truncated or damaged file still gets its own reader's precise message.
@@ -225,16 +229,19 @@ std::unique_ptr<TensorFile> open_tensor_file(const std::string& path) {
   if (ext == ".npz") return open_npz_file(path);
   if (ext == ".safetensors") return open_safetensors_file(path);
   if (ext == ".gguf") return open_gguf_file(path);
+  if ((ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt") && n >= 1 && head[0] == 0x80)
+    throw IoError(path + ": a pickle that is not a torch.save zip archive; only zip checkpoints (PyTorch >= 1.6, "
+                         "torch.save's default) are read");
   if (n == 0) throw IoError(path + ": empty file, not a tensor file");
   throw IoError(path +
-                ": not a recognised tensor file (supported: .npy, .npz, .safetensors, .gguf by their magic bytes; .onnx by "
+                ": not a recognised tensor file (supported: .npy, .npz, .safetensors, .gguf, PyTorch zip checkpoints by their magic bytes; .onnx by "
                 "extension; a sharded model by its *.safetensors.index.json or folder)");
 }
 
 bool tensor_reader_available(const std::string& kind) {
   if (kind == "npy" || kind == "gguf") return true;
 #ifdef QS_HAVE_LIBZIP
-  if (kind == "npz") return true;
+  if (kind == "npz" || kind == "pytorch") return true;
 #endif
 #ifdef QS_HAVE_JSON
   if (kind == "safetensors" || kind == "sharded safetensors") return true;
@@ -250,6 +257,12 @@ bool tensor_reader_available(const std::string& kind) {
 #ifndef QS_HAVE_LIBZIP
 std::unique_ptr<TensorFile> open_npz_file(const std::string& path) {
   throw IoError(path + ": this build has no .npz support (install libzip-dev and rebuild)");
+}
+std::unique_ptr<TensorFile> open_torch_file(const std::string& path) {
+  throw IoError(path + ": this build has no PyTorch checkpoint support (install libzip-dev and rebuild)");
+}
+std::unique_ptr<TensorFile> open_zip_tensor_file(const std::string& path) {
+  throw IoError(path + ": this build reads no zip archives (.npz, PyTorch; install libzip-dev and rebuild)");
 }
 #endif
 #ifndef QS_HAVE_JSON

@@ -86,6 +86,11 @@ std::unique_ptr<TensorFile> open_onnx_file(const std::string& path);         // 
 // GGUF v2/v3 (llama.cpp): plain tensors as stored, ggml block types dequantized (TensorInfo::stored = "Q4_K"),
 // IQ / ternary / unknown types in skipped(); the key/values in metadata(). Kind "gguf".
 std::unique_ptr<TensorFile> open_gguf_file(const std::string& path);
+// torch.save zip checkpoints (needs libzip): a state dict's tensors (nested dicts as dotted names, views
+// honoured), through a restricted unpickler that never imports or calls anything (io/pickle_min.h). Kind
+// "pytorch". open_zip_tensor_file picks it or open_npz_file by whether the zip has a data.pkl member.
+std::unique_ptr<TensorFile> open_torch_file(const std::string& path);
+std::unique_ptr<TensorFile> open_zip_tensor_file(const std::string& path);
 // A sharded Hugging Face checkpoint as one model (kind "sharded safetensors"; needs nlohmann-json): `path`
 // is a `*.safetensors.index.json` ({"weight_map": {"tensor": "model-00001-of-00003.safetensors", ...}}) or
 // a folder (its index if it has one, else every *.safetensors file in it). Tensors are listed shard by
