@@ -312,6 +312,12 @@ class Vm {
     if (module == "torch._utils" && (name == "_rebuild_tensor_v2" || name == "_rebuild_tensor_v3" ||
                                      name == "_rebuild_parameter" || name == "_rebuild_parameter_with_state"))
       return r;
+    // torch >= 2.x pickles the untyped storage class under its defining module, torch.storage.
+    if (module == "torch.storage" && name == "UntypedStorage") {
+      r->is_storage_class = true;
+      r->untyped = true;
+      return r;
+    }
     if (module == "torch") {
       for (const Named& c : kStorageClasses)
         if (name == c.name) {

@@ -54,7 +54,8 @@ struct Pickle {
                  const std::vector<int64_t>& size, const std::vector<int64_t>& stride, const std::string& v3_dtype = "") {
     global("torch._utils", v3_dtype.empty() ? "_rebuild_tensor_v2" : "_rebuild_tensor_v3");
     op("(");
-    op("(").str("storage").global("torch", storage_cls).str(key).str("cpu").integer(numel).op("t").op("Q");
+    // torch >= 2 pickles the untyped class from its defining module (torch.storage); typed ones from torch.
+    op("(").str("storage").global(storage_cls == "UntypedStorage" ? "torch.storage" : "torch", storage_cls).str(key).str("cpu").integer(numel).op("t").op("Q");
     integer(offset).ints(size).ints(stride).op("\x89").ordered_dict();
     if (!v3_dtype.empty()) global("torch", v3_dtype);
     return op("tR");
@@ -289,11 +290,13 @@ TEST(Torch, LegacyAndBarePicklesNamed) {
   }
 }
 
-// Files written by real torch on the GPU machine (tests/gpu/torch_save_oracle.py) with a raw sidecar of the
-// expected values: read when QS_TORCH_ORACLE_DIR names their folder.
+// Files written by real torch (2.11, by tests/gpu/torch_save_oracle.py on the GPU machine; kept in
+// tests/data/torch-oracle) with a raw sidecar of the values torch computed: every tensor bit for bit.
+// QS_TORCH_ORACLE_DIR points the test at a freshly written set instead.
 TEST(Torch, RealTorchFiles) {
-  const char* dir = std::getenv("QS_TORCH_ORACLE_DIR");
-  if (!dir || !*dir) GTEST_SKIP() << "QS_TORCH_ORACLE_DIR not set (files from tests/gpu/torch_save_oracle.py)";
+  const char* env = std::getenv("QS_TORCH_ORACLE_DIR");
+  const std::string dir_s = env && *env ? env : QS_TEST_DATA_DIR "/torch-oracle";
+  const char* dir = dir_s.c_str();
   const std::string manifest = qs_test::read_file(std::string(dir) + "/manifest.txt");
   std::size_t checked = 0, pos = 0;
   while (pos < manifest.size()) {

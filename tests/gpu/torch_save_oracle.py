@@ -59,7 +59,7 @@ save("dtypes.pt", {
     "f8e4m3fnuz": torch.randn(8).to(torch.float8_e4m3fnuz),
     "f8e5m2fnuz": torch.randn(8).to(torch.float8_e5m2fnuz),
     "e8m0": torch.tensor([0.25, 1.0, 1024.0]).to(torch.float8_e8m0fnu),
-    "u16": torch.arange(5, dtype=torch.uint16),
+    "u16": torch.tensor([0, 1, 2, 65535]).to(torch.uint16),
 })
 
 base = torch.arange(24.0).reshape(4, 6)
