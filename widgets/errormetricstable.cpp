@@ -51,7 +51,8 @@ QString percentOf(uint64_t n, uint64_t of) {
 ErrorMetricsTable::ErrorMetricsTable(QWidget* parent) : QTableWidget(0, ColumnCount, parent) {
   setHorizontalHeaderLabels({QStringLiteral("Scheme"), QStringLiteral("SQNR (dB)"), QStringLiteral("MSE"),
                              QStringLiteral("max |err|"), QStringLiteral("mean |err|"), QStringLiteral("clipped"),
-                             QStringLiteral("overflow"), QStringLiteral("underflow"), QStringLiteral("NaN")});
+                             QStringLiteral("overflow"), QStringLiteral("underflow"), QStringLiteral("NaN"),
+                             QStringLiteral("bits/value")});
   const char* tips[] = {"Scheme: format / granularity, with its rounding and overflow modes",
                         "10·log10(Σx² / Σ(x−q)²) over the finite values; ∞ when every value is exact",
                         "Mean squared error over the finite values",
@@ -60,7 +61,8 @@ ErrorMetricsTable::ErrorMetricsTable(QWidget* parent) : QTableWidget(0, ColumnCo
                         "Values beyond their group's clip bound: scale × where round-to-nearest leaves the format's range",
                         "Values at or beyond the format's overflow threshold (clipped, or sent to inf/NaN under ieee)",
                         "Non-zero values that became zero",
-                        "NaN inputs (the format keeps them as NaN, or maps them to 0 where it has no NaN)"};
+                        "NaN inputs (the format keeps them as NaN, or maps them to 0 where it has no NaN)",
+                        "Storage per value, scales included: element bits + scale bits per group (Q4_K: 4.5, MXFP4: 4.25)"};
   for (int c = 0; c < ColumnCount; ++c) horizontalHeaderItem(c)->setToolTip(QString::fromUtf8(tips[c]));
   horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   horizontalHeader()->setSectionResizeMode(Scheme, QHeaderView::Stretch);
@@ -100,6 +102,7 @@ void ErrorMetricsTable::setRows(const QVector<Row>& rows) {
           case Overflow: text = percentOf(e.out.stats.overflow, e.finite); break;
           case Underflow: text = percentOf(e.out.stats.underflow, e.finite); break;
           case Nan: text = errortext::count(e.out.stats.nan); break;
+          case BitsPerValue: text = QString::number(v, 'g', 4); break;
         }
       }
       auto* item = new NumericItem(text, v);
@@ -124,18 +127,19 @@ double ErrorMetricsTable::number(int row, Column column) const {
     case Overflow: return double(v->out.stats.overflow);
     case Underflow: return double(v->out.stats.underflow);
     case Nan: return double(v->out.stats.nan);
+    case BitsPerValue: return v->bits_per_value;
     default: return std::nan("");
   }
 }
 
 QByteArray ErrorMetricsTable::csv() const {
   QByteArray out("scheme,sqnr_db,mse,max_abs_error,mean_abs_error,clip_mse,round_mse,clipped,overflow,underflow,nan,"
-                 "finite,pos_inf,neg_inf,amax,groups,grid\n");
+                 "finite,pos_inf,neg_inf,amax,groups,grid,bits_per_value\n");
   auto quoted = [](const QByteArray& s) { return QByteArray::fromStdString(qs::csv_field(s.toStdString())); };
   for (const Row& row : m_rows) {
     out += quoted(row.scheme.toUtf8());
     if (!row.view) {
-      out += ",,,,,,,,,,,,,,,," + quoted(row.error.toUtf8()) + '\n';
+      out += ",,,,,,,,,,,,,,,," + quoted(row.error.toUtf8()) + ",\n";
       continue;
     }
     const qs::ErrorView& v = *row.view;
@@ -148,7 +152,8 @@ QByteArray ErrorMetricsTable::csv() const {
            QByteArray::number(qulonglong(v.out.stats.underflow)) + ',' + QByteArray::number(qulonglong(v.out.stats.nan)) +
            ',' + QByteArray::number(qulonglong(v.finite)) + ',' + QByteArray::number(qulonglong(v.pos_inf)) + ',' +
            QByteArray::number(qulonglong(v.neg_inf)) + ',' + number(v.out.amax) + ',' +
-           QByteArray::number(qulonglong(v.out.groups)) + ',' + quoted(QByteArray::fromStdString(v.grid.note)) + '\n';
+           QByteArray::number(qulonglong(v.out.groups)) + ',' + quoted(QByteArray::fromStdString(v.grid.note)) + ',' +
+           number(v.bits_per_value) + '\n';
   }
   return out;
 }

@@ -14,7 +14,7 @@ class ErrorMetricsTable : public QTableWidget {
   Q_OBJECT
 
 public:
-  enum Column { Scheme, Sqnr, Mse, MaxAbs, MeanAbs, Clipped, Overflow, Underflow, Nan, ColumnCount };
+  enum Column { Scheme, Sqnr, Mse, MaxAbs, MeanAbs, Clipped, Overflow, Underflow, Nan, BitsPerValue, ColumnCount };
   struct Row {
     QString scheme;
     QColor color;

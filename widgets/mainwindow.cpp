@@ -438,7 +438,7 @@ void MainWindow::showDemo(const ViewSettings& s) {
 void MainWindow::openFileDialog() {
   const QStringList paths = QFileDialog::getOpenFileNames(
       this, QStringLiteral("Open tensor files"), m_recent.isEmpty() ? QDir::homePath() : QFileInfo(m_recent.front()).path(),
-      QStringLiteral("Tensor files (*.npy *.npz *.safetensors *.onnx *.json);;All files (*)"));
+      QStringLiteral("Tensor files (*.npy *.npz *.safetensors *.onnx *.gguf *.pt *.pth *.bin *.json);;All files (*)"));
   for (const QString& p : paths) openFile(p);
 }
 

@@ -22,9 +22,15 @@ SchemeRow::SchemeRow(const SchemeSetting& s, QWidget* parent) : QWidget(parent) 
   m_granularity->setEditable(true);
   m_granularity->addItems({QStringLiteral("tensor"), QStringLiteral("channel:0"), QStringLiteral("channel:1"),
                            QStringLiteral("block:32"), QStringLiteral("block:32:e8m0fnu"),
-                           QStringLiteral("block:16:e4m3fn"), QStringLiteral("block:128"), QStringLiteral("none")});
-  m_granularity->setToolTip(QStringLiteral("tensor · channel:<axis> · block:<n>[:<scale format>] (e8m0fnu = OCP MX, "
-                                           "e4m3fn = NVFP4 two-level) · none = no scale (a plain cast)"));
+                           QStringLiteral("block:16:e4m3fn"), QStringLiteral("block:16:e4m3fn:mse"),
+                           QStringLiteral("block:32:e8m0fnu:rceil"), QStringLiteral("block:128"),
+                           QStringLiteral("tensor:p99.9"), QStringLiteral("none"), QStringLiteral("q4_k"),
+                           QStringLiteral("q6_k"), QStringLiteral("q8_0")});
+  m_granularity->setToolTip(QStringLiteral(
+      "tensor · channel:<axis> · block:<n>[:<scale format>][/axis:<k>] (e8m0fnu = OCP MX, add :ceil/:even/:rceil for "
+      "the other exponent roundings; e4m3fn = NVFP4 two-level, :mse searches its block scales) · block:<r>x<c> "
+      "tiles · tensor:p<percentile> or :mse observer clips · none = no scale (a plain cast) · or a llama.cpp type "
+      "(q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k), whose element format is ggml's own"));
   m_granularity->setCurrentText(s.granularity);
   m_rounding = new QComboBox;
   m_rounding->setObjectName(QStringLiteral("schemeRounding"));

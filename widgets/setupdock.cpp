@@ -117,7 +117,7 @@ QWidget* SetupDock::buildDataBox() {
   m_tree->setContextMenuPolicy(Qt::CustomContextMenu);
   auto* open = new QPushButton(QStringLiteral("Open file…"));
   open->setObjectName(QStringLiteral("openButton"));
-  open->setToolTip(QStringLiteral(".npy, .npz, .safetensors, .onnx (or drop files on the window)"));
+  open->setToolTip(QStringLiteral(".npy, .npz, .safetensors, .onnx, .gguf, PyTorch .pt (or drop files on the window)"));
 
   auto* layout = new QVBoxLayout(box);
   layout->addWidget(m_synthetic);

@@ -20,7 +20,14 @@ struct SchemeSetting {
   QString rounding = QStringLiteral("nearest");
   QString overflow = QStringLiteral("saturate");
 
-  QString schemeText() const { return format + u'/' + granularity; }
+  // A llama.cpp block type in the granularity field (q4_k, q6_k, q8_0, ...) is the whole scheme: its element
+  // format is ggml's own, so the format field does not apply.
+  QString schemeText() const {
+    static const QStringList ggml = {QStringLiteral("q4_0"), QStringLiteral("q4_1"), QStringLiteral("q5_0"),
+                                     QStringLiteral("q5_1"), QStringLiteral("q8_0"), QStringLiteral("q4_k"),
+                                     QStringLiteral("q5_k"), QStringLiteral("q6_k")};
+    return ggml.contains(granularity.trimmed().toLower()) ? granularity.trimmed() : format + u'/' + granularity;
+  }
   // Throws qs::FormatError naming the problem.
   qs::Scheme toScheme(uint64_t seed) const;
   bool operator==(const SchemeSetting&) const = default;

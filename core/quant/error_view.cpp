@@ -288,6 +288,7 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
       return progress(t ? std::size_t(double(n) * double(d) / double(t)) : n, total);
     };
   ClipRanges ggml_ranges;  // ggml schemes: each sub-block's clip interval, as apply_scheme decided it
+  v.bits_per_value = bits_per_value(s, shape);
   v.out = apply_scheme(s, x, shape, y.data(), threads, apply_progress, &v.metrics,
                        s.rule == ScaleRule::GgmlBlock ? &ggml_ranges : nullptr);
   if (v.out.cancelled) {

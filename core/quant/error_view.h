@@ -94,6 +94,7 @@ struct ErrorView {
   Log2ErrorHistogram rel_error;  // |x - q| / |x| (float32 arithmetic)
   GridOverlay grid;
   bool cancelled = false;        // progress returned false: the rest of the result is incomplete
+  double bits_per_value = 0;     // storage per value with the scales (quant/scheme.h bits_per_value)
 };
 
 // Quantizes x (float32, C order, `shape`; its product is the element count) with `s` through
