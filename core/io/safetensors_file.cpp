@@ -136,7 +136,13 @@ class SafetensorsFile final : public TensorFile {
     std::vector<Entry> entries;
     entries.reserve(header.size());
     for (const auto& [name, value] : header.items()) {
-      if (name == "__metadata__") continue;  // free-form string map; nothing we need
+      if (name == "__metadata__") {  // a free-form string map: shown by `info`, otherwise not needed
+        if (value.is_object())
+          for (const auto& [k, v] : value.items())
+            metadata_.emplace_back(printable(k, false, 200), v.is_string() ? printable(v.get<std::string>(), false, 300)
+                                                                           : printable(v.dump(), false, 300));
+        continue;
+      }
       entries.push_back(parse_entry(name, value, data_size));
     }
 
