@@ -152,7 +152,7 @@ if git -C "$tree" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
      | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done \
      | tar --null -T - -cf -) | "${sudo[@]}" tar -C "$dest" -xf -
 else
-  (cd "$tree" && tar --exclude='./build*' --exclude='./.deps' -cf - .) | "${sudo[@]}" tar -C "$dest" -xf -
+  (cd "$tree" && tar --exclude='./build' --exclude='./build-*' --exclude='./.deps' -cf - .) | "${sudo[@]}" tar -C "$dest" -xf -
 fi
 say "copied $(find "$dest" -type f | wc -l) files of the working tree"
 
