@@ -2,6 +2,8 @@
 // metrics each (and optional histograms). Tensors are read one at a time.
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <set>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -10,6 +12,7 @@
 #include "io/csv.h"
 #include "cli/commands.h"
 #include "io/atomic_file.h"
+#include "io/prequant.h"
 #include "io/tensor_file.h"
 #include "quant/analyze.h"
 
@@ -74,22 +77,24 @@ void add_analyze(CLI::App& app) {
     if (!o.hist.empty()) hist << "file,tensor,scheme,kind,bin_lo,bin_hi,count\n";
     AnalyzeSummary total;
     std::size_t rows = 0;
+    std::vector<std::string> stored_lines;  // the re-quantization check of each pre-quantized weight
     for (const auto& file : files) {
       auto last_report = std::chrono::steady_clock::now();
+      const auto selected = [&](const std::string& name) { return !filter || std::regex_search(name, *filter); };
+      const auto on_row = [&](const AnalyzeRow& r) {
+        ++rows;
+        const TensorInfo& t = *r.tensor;
+        const ErrorMetrics& m = r.metrics;
+        csv << csv_field(file->path()) << ',' << csv_field(t.name) << ','
+            << (t.stored.empty() ? std::string(to_string(t.dtype)) : csv_field(t.stored)) << ',' << shape_string(t.shape) << ','
+            << t.numel() << ',' << csv_field(r.scheme->text) << ',' << fmt_value(r.out.amax) << ',' << fmt_value(m.mse())
+            << ',' << fmt_value(m.sqnr_db()) << ',' << fmt_value(m.max_abs_e) << ','
+            << fmt_value(m.mean_abs_error()) << ',' << r.out.stats.overflow << ',' << r.out.stats.underflow << ','
+            << r.out.stats.nan << ',' << fmt_value(bits_per_value(*r.scheme, t.shape)) << '\n';
+        if (!o.hist.empty()) hist << histogram_csv_rows(m, csv_field(file->path()) + "," + csv_field(t.name) + "," + csv_field(r.scheme->text) + ",");
+      };
       const AnalyzeSummary s = analyze_file(
-          *file, schemes, [&](const std::string& name) { return !filter || std::regex_search(name, *filter); },
-          [&](const AnalyzeRow& r) {
-            ++rows;
-            const TensorInfo& t = *r.tensor;
-            const ErrorMetrics& m = r.metrics;
-            csv << csv_field(file->path()) << ',' << csv_field(t.name) << ','
-                << (t.stored.empty() ? std::string(to_string(t.dtype)) : csv_field(t.stored)) << ',' << shape_string(t.shape) << ','
-                << t.numel() << ',' << csv_field(r.scheme->text) << ',' << fmt_value(r.out.amax) << ',' << fmt_value(m.mse())
-                << ',' << fmt_value(m.sqnr_db()) << ',' << fmt_value(m.max_abs_e) << ','
-                << fmt_value(m.mean_abs_error()) << ',' << r.out.stats.overflow << ',' << r.out.stats.underflow << ','
-                << r.out.stats.nan << ',' << fmt_value(bits_per_value(*r.scheme, t.shape)) << '\n';
-            if (!o.hist.empty()) hist << histogram_csv_rows(m, csv_field(file->path()) + "," + csv_field(t.name) + "," + csv_field(r.scheme->text) + ",");
-          },
+          *file, schemes, selected, on_row,
           o.threads, [&](std::size_t done, std::size_t n) {
             const auto now = std::chrono::steady_clock::now();
             if (now - last_report > std::chrono::seconds(2)) {
@@ -102,6 +107,25 @@ void add_analyze(CLI::App& app) {
       total.analysed += s.analysed;
       total.skipped += s.skipped;
       total.skipped_axis += s.skipped_axis;
+      // Pre-quantized weights (io/prequant.h): each also analysed with its stored scheme, in a row whose scheme
+      // reads "stored:<scheme>" (its SQNR: how exactly the stored scheme reproduces itself), and one line on
+      // stderr saying whether re-quantizing the dequantized weight gives the stored codes and scales back.
+      if (const auto* pq = dynamic_cast<const PrequantizedFile*>(file.get())) {
+        std::map<std::string, std::set<std::string>> by_scheme;
+        for (std::size_t i = 0; i < pq->tensors().size(); ++i) {
+          const PrequantInfo* p = pq->prequant(i);
+          const std::string& name = pq->tensors()[i].name;
+          if (!p || !selected(name)) continue;
+          if (!p->scheme.empty()) by_scheme[p->scheme].insert(name);
+          stored_lines.push_back(requant_summary(printable(name), *p, pq->requantize_check(i)));
+        }
+        for (const auto& [text, names] : by_scheme) {
+          Scheme stored = parse_scheme(text, opt);
+          stored.text = "stored:" + stored.text;
+          total.skipped_axis += analyze_file(*file, {stored}, [&](const std::string& n) { return names.count(n) > 0; },
+                                             on_row, o.threads, {}, !o.hist.empty()).skipped_axis;
+        }
+      }
     }
     const std::string axis_note =
         total.skipped_axis ? ", " + std::to_string(total.skipped_axis) +
@@ -119,6 +143,7 @@ void add_analyze(CLI::App& app) {
     emit(csv.str(), o.csv);
     if (!o.hist.empty()) write_file_atomic(o.hist, hist.str());
     for (const std::string& s : not_tensors) std::fprintf(stderr, "analyze: skipped %s\n", s.c_str());
+    for (const std::string& s : stored_lines) std::fprintf(stderr, "analyze: %s\n", s.c_str());
     std::fprintf(stderr, "analyze: %zu tensors analysed, %zu skipped (non-float or fewer than 2 elements)%s\n",
                  total.analysed, total.skipped, axis_note.c_str());
   });

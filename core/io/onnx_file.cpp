@@ -216,6 +216,7 @@ class OnnxFile final : public TensorFile {
                                 : node.output_size() > 0 && !node.output(0).empty()
                                     ? node.output(0)
                                     : node.op_type() + "#" + std::to_string(k);
+      if (node.op_type() == "DequantizeLinear" && node.input_size() >= 2) add_dequantize_node(node, prefix);
       for (const qs_onnx::AttributeProto& a : node.attribute()) {
         if (is_constant && a.name() == "value" && a.has_t()) {
           const TensorProto& t = a.t();
@@ -231,6 +232,26 @@ class OnnxFile final : public TensorFile {
     }
   }
 
+  // A DequantizeLinear node (ai.onnx or com.microsoft), for io/prequant.h; its inputs are named as
+  // this graph's tensors are listed (with the subgraph prefix).
+  void add_dequantize_node(const qs_onnx::NodeProto& node, const std::string& prefix) {
+    if (!node.domain().empty() && node.domain() != "ai.onnx" && node.domain() != "com.microsoft") return;
+    DequantizeLinearInfo d;
+    d.output = node.output_size() > 0 && !node.output(0).empty() ? prefix + node.output(0) : std::string();
+    d.x = prefix + node.input(0);
+    d.scale = prefix + node.input(1);
+    if (node.input_size() >= 3 && !node.input(2).empty()) d.zero_point = prefix + node.input(2);
+    for (const qs_onnx::AttributeProto& a : node.attribute()) {
+      if (a.name() == "axis") d.axis = a.i();
+      if (a.name() == "block_size") d.block_size = a.i();
+    }
+    dq_nodes_.push_back(std::move(d));
+  }
+
+ public:
+  std::vector<DequantizeLinearInfo> dequantize_nodes() const override { return dq_nodes_; }
+
+ private:
   std::string unique_name(const std::string& name) {
     if (names_.insert(name).second) return name;
     // Malformed files may repeat a name (the ONNX checker refuses that); keep every tensor reachable as
@@ -439,6 +460,7 @@ class OnnxFile final : public TensorFile {
   std::vector<Entry> entries_;         // parallel to tensors_
   std::unordered_set<std::string> names_;
   std::unordered_map<std::string, std::size_t> next_suffix_;
+  std::vector<DequantizeLinearInfo> dq_nodes_;  // io/prequant.h reads them
 };
 
 }  // namespace

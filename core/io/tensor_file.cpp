@@ -3,6 +3,7 @@
 // configure time.
 // Exercise: tests/tst_tensorfile.cpp (dispatch rows), `quantscope-cli analyze --in FILE`.
 #include "io/tensor_file.h"
+#include "io/prequant.h"  // safetensors and ONNX files are wrapped: pre-quantized weights shown dequantized
 
 #include <algorithm>
 #include <array>
@@ -206,8 +207,8 @@ std::unique_ptr<TensorFile> open_tensor_file(const std::string& path) {
   // A folder, or a .json (`model.safetensors.index.json`): a sharded model, whose reader says so when
   // the folder holds no shards or the JSON is not an index.
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return open_sharded_model(path);
-  if (lower_extension(path) == ".json") return open_sharded_model(path);
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return recognise_prequantized(open_sharded_model(path));
+  if (lower_extension(path) == ".json") return recognise_prequantized(open_sharded_model(path));
   std::array<uint8_t, 16> head{};
   const std::size_t n = read_prefix(path, head);
   auto starts_with = [&](std::string_view magic) {
@@ -220,14 +221,14 @@ std::unique_ptr<TensorFile> open_tensor_file(const std::string& path) {
   if (starts_with("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8"))
     throw IoError(path + ": a legacy (pre-1.6, non-zip) PyTorch file; re-save it with torch.save(obj, path) from "
                          "PyTorch >= 1.6 to read it here");
-  if (n >= 9 && head[8] == '{') return open_safetensors_file(path);  // u64 header length, then the JSON '{'
+  if (n >= 9 && head[8] == '{') return recognise_prequantized(open_safetensors_file(path));  // u64 header length, then the JSON '{'
 
   // No magic we know: a truncated or damaged file still gets its own reader's precise message.
   const std::string ext = lower_extension(path);
-  if (ext == ".onnx") return open_onnx_file(path);
+  if (ext == ".onnx") return recognise_prequantized(open_onnx_file(path));
   if (ext == ".npy") return open_npy_file(path);
   if (ext == ".npz") return open_npz_file(path);
-  if (ext == ".safetensors") return open_safetensors_file(path);
+  if (ext == ".safetensors") return recognise_prequantized(open_safetensors_file(path));
   if (ext == ".gguf") return open_gguf_file(path);
   if ((ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt") && n >= 1 && head[0] == 0x80)
     throw IoError(path + ": a pickle that is not a torch.save zip archive; only zip checkpoints (PyTorch >= 1.6, "

@@ -34,6 +34,13 @@ struct TensorInfo {
   std::size_t nbytes() const { return dtype_nbytes(dtype, numel()); }  // packed types: ceil(numel * bits / 8)
 };
 
+// An ONNX DequantizeLinear node, y = (x - x_zero_point) * x_scale, by the names its inputs have in
+// tensors() (zero_point empty when absent); axis and block_size as the node says (defaults 1 and 0).
+struct DequantizeLinearInfo {
+  std::string output, x, scale, zero_point;
+  int64_t axis = 1, block_size = 0;
+};
+
 // The bytes of one tensor (little-endian, C order, exactly nbytes()); valid while `owner` lives.
 struct TensorBytes {
   const uint8_t* data = nullptr;
@@ -67,6 +74,9 @@ class TensorFile {
   // Every file the tensors are read from (the file itself; a sharded model's index and its shards): what an
   // output must not overwrite.
   virtual std::vector<std::string> source_files() const { return {path_}; }
+  // The graph's DequantizeLinear nodes whose inputs are tensors of this file (ONNX QDQ models; empty for
+  // every other kind): what io/prequant.h needs to show each quantized initializer dequantized.
+  virtual std::vector<DequantizeLinearInfo> dequantize_nodes() const { return {}; }
 
  protected:
   std::string path_, kind_;

@@ -1,0 +1,28 @@
+// libFuzzer entry point for the pre-quantized reader (core/io/prequant.h) over .safetensors bytes: each input
+// is opened with the safetensors reader, wrapped by recognise_prequantized, and every tensor is read (the
+// recognised ones dequantized); each recognised tensor's codes are listed and its re-quantization check run.
+// A qs::IoError is the expected answer to bad input; anything else (a crash, a sanitizer report, another
+// exception, a huge allocation) is a finding. Build and run: tests/fuzz/README.md. Seeds:
+// tests/fuzz/corpus/prequant/ (an FP8 tile, MXFP4 blocks, compressed-tensors int4 with zero points and g_idx,
+// NVFP4, and a few malformed groups).
+#include "fuzz_reader.h"
+#include "io/prequant.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return qs_fuzz::run(data, size, "input.safetensors", [](const std::string& p) {
+    std::unique_ptr<qs::TensorFile> f = qs::recognise_prequantized(qs::open_safetensors_file(p));
+    if (const auto* pq = dynamic_cast<const qs::PrequantizedFile*>(f.get())) {
+      for (std::size_t i = 0; i < f->tensors().size(); ++i) {
+        const qs::PrequantInfo* info = pq->prequant(i);
+        if (!info) continue;
+        if (pq->codes(i).size() != f->tensors()[i].numel()) std::abort();
+        for (uint32_t c : pq->codes(i))
+          if (!info->code_values.empty() && c >= info->code_values.size()) std::abort();
+        const qs::RequantCheck c = pq->requantize_check(i);
+        if (c.supported && (c.codes_differ > c.codes_total || c.scales_differ > c.scales_total)) std::abort();
+        (void)qs::requant_summary(f->tensors()[i].name, *info, c);
+      }
+    }
+    return f;
+  });
+}
