@@ -76,6 +76,7 @@ private slots:
   void rapidChangesNeverBlock();
   void cacheComputesOnlyNewSchemes();
   void nanInfTensorCounted();
+  void nanOutCountedApartFromNanIn();
   void badSchemeAndEmptyTensor();
   void cancelStops();
   void destroyWhileRunning();
@@ -257,13 +258,44 @@ void TestErrorPanel::nanInfTensorCounted() {
     QCOMPARE(view->nan, uint64_t(7));
     QCOMPARE(view->pos_inf, uint64_t(3));
     QCOMPARE(view->neg_inf, uint64_t(1));
-    QCOMPARE(panel.metricsTable()->number(i, ErrorMetricsTable::Nan), 7.0);
+    QCOMPARE(panel.metricsTable()->number(i, ErrorMetricsTable::Nan), 11.0);  // 7 NaN + 4 inf inputs
+    QCOMPARE(panel.metricsTable()->item(i, ErrorMetricsTable::Nan)->text(), QStringLiteral("7 NaN, 4 inf"));
     QVERIFY(std::isfinite(panel.metricsTable()->number(i, ErrorMetricsTable::Sqnr)));
   }
   QVERIFY(panel.statusText().contains(QStringLiteral("7 NaN, 3 +inf, 1 −inf")));
   QCOMPARE(graphSum(panel.valuePlot()->histogramGraph()), double(t.size() - 11));
   QVERIFY(panel.valuePlot()->csv().contains("nan,,,7\n"));
   QVERIFY(panel.valuePlot()->csv().contains("+inf,,,3\n"));
+}
+
+// Issue 19 item 4: IEEE overflow in E4M3FN turns finite values into NaN. The table used to show
+// "NaN 0" (it counted NaN inputs) beside an MSE of "—" with no reason given.
+void TestErrorPanel::nanOutCountedApartFromNanIn() {
+  ErrorPanel panel;
+  TensorData t = makeTensor("nanOut", 64, 64);
+  auto v = std::make_shared<std::vector<float>>(*t.values);
+  for (int i = 0; i < 5; ++i) (*v)[std::size_t(100 + i)] = 1000.0f;  // beyond E4M3FN's 448
+  (*v)[7] = std::numeric_limits<float>::quiet_NaN();
+  t.values = v;
+  std::vector<qs::Scheme> s = schemes({"e4m3fn/none", "e4m3fn/none", "e5m2/none"});
+  s[1].options.overflow = qs::Overflow::Ieee;
+  s[2].options.overflow = qs::Overflow::Ieee;
+  panel.setSchemes(s);
+  panel.setTensor(t);
+  QVERIFY(panel.waitForIdle(30000));
+  ErrorMetricsTable* table = panel.metricsTable();
+  for (int r = 0; r < 3; ++r) QCOMPARE(table->number(r, ErrorMetricsTable::Nan), 1.0);  // the one NaN input
+  QCOMPARE(table->number(0, ErrorMetricsTable::NonFiniteOut), 0.0);                   // saturate: clamped
+  QCOMPARE(table->number(1, ErrorMetricsTable::NonFiniteOut), 5.0);                   // ieee: 5 became NaN
+  QCOMPARE(table->number(2, ErrorMetricsTable::NonFiniteOut), 0.0);                   // E5M2 reaches 57344
+  QVERIFY2(table->item(1, ErrorMetricsTable::NonFiniteOut)->text().endsWith(QStringLiteral("NaN")),
+           qPrintable(table->item(1, ErrorMetricsTable::NonFiniteOut)->text()));
+  QCOMPARE(table->item(1, ErrorMetricsTable::Mse)->text(), QStringLiteral("undefined"));
+  QVERIFY2(table->item(1, ErrorMetricsTable::Mse)->toolTip().contains(QStringLiteral("5 finite values became NaN")),
+           qPrintable(table->item(1, ErrorMetricsTable::Mse)->toolTip()));
+  QVERIFY(table->item(1, ErrorMetricsTable::MaxAbs)->toolTip().contains(QStringLiteral("stayed finite")));
+  QVERIFY(table->item(0, ErrorMetricsTable::Mse)->toolTip().isEmpty());
+  QVERIFY(table->csv().split('\n').at(2).endsWith(",5"));
 }
 
 void TestErrorPanel::badSchemeAndEmptyTensor() {
@@ -310,6 +342,21 @@ void TestErrorPanel::cancelStops() {
   QVERIFY(panel.statusText().contains(QStringLiteral("cancelled")));
   QVERIFY(!panel.view(4));  // the last scheme never ran
   QVERIFY(!panel.findChild<QPushButton*>(QStringLiteral("cancelButton"))->isEnabled());
+  // Issue 19: no "computing…" is left behind: the missing rows say cancelled, and Recompute fills them.
+  const int rows = panel.metricsTable()->rowCount();
+  for (int r = 0; r < rows; ++r) {
+    const QString sqnr = panel.metricsTable()->item(r, ErrorMetricsTable::Sqnr)->text();
+    QVERIFY2(sqnr != QStringLiteral("computing…"), qPrintable(sqnr));
+  }
+  QCOMPARE(panel.metricsTable()->item(4, ErrorMetricsTable::Sqnr)->text(), QStringLiteral("cancelled"));
+  QVERIFY(!panel.statusText().contains(QStringLiteral("computing")));
+  auto* recompute = panel.findChild<QPushButton*>(QStringLiteral("recomputeButton"));
+  QVERIFY(recompute && recompute->isVisibleTo(&panel));
+  recompute->click();
+  QVERIFY(panel.waitForIdle(60000));
+  for (int i = 0; i < 5; ++i) QVERIFY(panel.view(i));
+  QVERIFY(!recompute->isVisibleTo(&panel));
+  QVERIFY(!panel.statusText().contains(QStringLiteral("cancelled")));
   // A later change computes again.
   panel.setSchemes(schemes({"e5m2/tensor"}));
   QVERIFY(panel.waitForIdle(30000));

@@ -10,7 +10,7 @@
 #include "trainingrun.h"
 
 CodeUsageMap::CodeUsageMap(QWidget* parent) : QCustomPlot(parent) {
-  setMinimumSize(320, 220);
+  setMinimumSize(300, 170);
   m_title = plotstyle::addTitle(this, QStringLiteral("Code usage of the weights"));
   m_map = new QCPColorMap(xAxis, yAxis);
   m_map->setInterpolate(false);
@@ -58,7 +58,7 @@ QByteArray CodeUsageMap::csv() const {
 }
 
 void CodeUsageMap::rebuild() {
-  m_title->setText(title());
+  plotstyle::setText(m_title, title());
   const bool have = m_run && m_run->hasFormat && !m_run->codeSamples.empty();
   if (!have) {
     m_map->data()->setSize(1, 1);

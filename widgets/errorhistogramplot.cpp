@@ -46,7 +46,7 @@ int exponentOf(int bin) { return bin - 127; }  // bin 0 (subnormals) is drawn at
 }  // namespace
 
 ErrorHistogramPlot::ErrorHistogramPlot(QWidget* parent) : QCustomPlot(parent) {
-  setMinimumSize(420, 280);
+  setMinimumSize(420, 220);
   setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   setMouseTracking(true);  // hover tips
   std::tie(m_title, m_subtitle) = plotstyle::addTitleAndSubtitle(this);
@@ -93,9 +93,9 @@ void ErrorHistogramPlot::rebuild() {
   m_rounding.clear();
   m_clipping.clear();
   const bool abs = m_mode == Mode::Absolute;
-  m_title->setText(abs ? QStringLiteral("Round-trip error  |x − q|") : QStringLiteral("Relative error  |x − q| / |x|"));
+  plotstyle::setText(m_title, abs ? QStringLiteral("Round-trip error  |x − q|") : QStringLiteral("Relative error  |x − q| / |x|"));
   xAxis->setLabel(abs ? QStringLiteral("|x − q|  (log₂ bins)") : QStringLiteral("|x − q| / |x|  (log₂ bins)"));
-  m_subtitle->setText(QStringLiteral("filled: rounding   ·   hatched: clipping (|x/scale| beyond the format's range)"));
+  plotstyle::setText(m_subtitle, QStringLiteral("filled: rounding   ·   hatched: clipping (|x/scale| beyond the format's range)"));
 
   int first = qs::Log2ErrorHistogram::kBins, last = -1;
   double ymin = 1, ymax = 0;

@@ -4,6 +4,7 @@
 #include "errormetricstable.h"
 
 #include "errortext.h"
+#include "quant/scheme.h"
 #include "plotexport.h"
 
 #include <QHeaderView>
@@ -41,18 +42,33 @@ QIcon swatch(const QColor& c) {
   return QIcon(pm);
 }
 
-QString percentOf(uint64_t n, uint64_t of) {
-  if (n == 0 || of == 0) return errortext::count(n);
-  return QStringLiteral("%1 (%2%)").arg(errortext::count(n)).arg(100.0 * double(n) / double(of), 0, 'g', 3);
+// What a finite value becomes on IEEE overflow in this scheme's element format: inf where it has one.
+QString nonFiniteKind(const qs::ErrorView& v) {
+  try {
+    return qs::parse_scheme(v.scheme).format.has_inf ? QStringLiteral("inf") : QStringLiteral("NaN");
+  } catch (const std::exception&) {
+    return QStringLiteral("inf/NaN");
+  }
+}
+
+// The count alone keeps the ten columns inside a 1280-px window; the share is in the cell's tooltip.
+QString percentOf(uint64_t n, uint64_t /*of*/) { return errortext::count(n); }
+
+QString shareTip(uint64_t n, uint64_t of) {
+  if (n == 0 || of == 0) return {};
+  return QStringLiteral("%1 of %2 finite values (%3%)")
+      .arg(errortext::count(n), errortext::count(of))
+      .arg(100.0 * double(n) / double(of), 0, 'g', 3);
 }
 
 }  // namespace
 
 ErrorMetricsTable::ErrorMetricsTable(QWidget* parent) : QTableWidget(0, ColumnCount, parent) {
-  setHorizontalHeaderLabels({QStringLiteral("Scheme"), QStringLiteral("SQNR (dB)"), QStringLiteral("MSE"),
-                             QStringLiteral("max |err|"), QStringLiteral("mean |err|"), QStringLiteral("clipped"),
-                             QStringLiteral("overflow"), QStringLiteral("underflow"), QStringLiteral("NaN"),
-                             QStringLiteral("bits/value")});
+  // Two-line headers: the columns are as narrow as their numbers, so all eleven fit beside the Setup dock.
+  setHorizontalHeaderLabels({QStringLiteral("Scheme"), QStringLiteral("SQNR\n(dB)"), QStringLiteral("MSE"),
+                             QStringLiteral("max\n|err|"), QStringLiteral("mean\n|err|"), QStringLiteral("clipped"),
+                             QStringLiteral("over-\nflow"), QStringLiteral("under-\nflow"), QStringLiteral("NaN/inf\nin"),
+                             QStringLiteral("→ NaN/\ninf"), QStringLiteral("bits/\nvalue")});
   const char* tips[] = {"Scheme: format / granularity, with its rounding and overflow modes",
                         "10·log10(Σx² / Σ(x−q)²) over the finite values; ∞ when every value is exact",
                         "Mean squared error over the finite values",
@@ -61,11 +77,17 @@ ErrorMetricsTable::ErrorMetricsTable(QWidget* parent) : QTableWidget(0, ColumnCo
                         "Values beyond their group's clip bound: scale × where round-to-nearest leaves the format's range",
                         "Values at or beyond the format's overflow threshold (clipped, or sent to inf/NaN under ieee)",
                         "Non-zero values that became zero",
-                        "NaN inputs (the format keeps them as NaN, or maps them to 0 where it has no NaN)",
+                        "NaN and ±inf inputs: counted, left out of every error metric (the format keeps NaN, or maps "
+                        "it to 0 where it has no NaN)",
+                        "Finite inputs that came out as inf or NaN: IEEE overflow beyond the format's range (E4M3FN has "
+                        "no inf, so they become NaN). Their error is infinite: MSE, SQNR and mean |err| are undefined",
                         "Storage per value, scales included: element bits + scale bits per group (Q4_K: 4.5, MXFP4: 4.25)"};
   for (int c = 0; c < ColumnCount; ++c) horizontalHeaderItem(c)->setToolTip(QString::fromUtf8(tips[c]));
+  // Every column as wide as its widest cell, the scheme names whole (a stretched first column was
+  // squeezed to "e4m3fn/none · …" at 1280 px); the last column takes what is left, and a table wider
+  // than the tab scrolls sideways instead of cutting text.
   horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  horizontalHeader()->setSectionResizeMode(Scheme, QHeaderView::Stretch);
+  horizontalHeader()->setStretchLastSection(true);
   horizontalHeader()->setHighlightSections(false);
   verticalHeader()->setVisible(false);
   verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 8);
@@ -73,6 +95,7 @@ ErrorMetricsTable::ErrorMetricsTable(QWidget* parent) : QTableWidget(0, ColumnCo
   setSelectionBehavior(QAbstractItemView::SelectRows);
   setAlternatingRowColors(true);
   setSortingEnabled(true);
+  horizontalHeader()->setSortIndicatorShown(false);  // Qt reserves its width in every column; rows show the order
   sortByColumn(-1, Qt::AscendingOrder);  // scheme order until a header is clicked
 }
 
@@ -92,7 +115,10 @@ void ErrorMetricsTable::setRows(const QVector<Row>& rows) {
       QString text;
       const double v = number(r, Column(c));
       if (!row.view) {
-        text = c == Sqnr ? (row.error.isEmpty() ? QStringLiteral("computing…") : QStringLiteral("error")) : QString();
+        text = c != Sqnr            ? QString()
+               : !row.error.isEmpty() ? QStringLiteral("error")
+               : row.cancelled        ? QStringLiteral("cancelled")
+                                      : QStringLiteral("computing…");
       } else {
         const qs::ErrorView& e = *row.view;
         switch (c) {
@@ -101,16 +127,57 @@ void ErrorMetricsTable::setRows(const QVector<Row>& rows) {
           case Clipped: text = percentOf(e.clipped, e.finite); break;
           case Overflow: text = percentOf(e.out.stats.overflow, e.finite); break;
           case Underflow: text = percentOf(e.out.stats.underflow, e.finite); break;
-          case Nan: text = errortext::count(e.out.stats.nan); break;
+          case Nan: {
+            const uint64_t inf = e.pos_inf + e.neg_inf;
+            text = inf == 0 ? errortext::count(e.nan)
+                            : QStringLiteral("%1 NaN, %2 inf").arg(errortext::count(e.nan), errortext::count(inf));
+            break;
+          }
+          case NonFiniteOut: {
+            const uint64_t n = e.abs_error.non_finite;
+            text = n == 0 ? QStringLiteral("0") : QStringLiteral("%1 %2").arg(errortext::count(n), nonFiniteKind(e));
+            break;
+          }
           case BitsPerValue: text = QString::number(v, 'g', 4); break;
         }
       }
       auto* item = new NumericItem(text, v);
       if (!row.error.isEmpty()) item->setToolTip(row.error);
+      else if (row.view) {
+        const qs::ErrorView& e = *row.view;
+        QString note = metricNote(e, Column(c));
+        if (note.isEmpty() && c >= Clipped && c <= Underflow)
+          note = shareTip(uint64_t(v), e.finite);
+        if (note.isEmpty() && c == NonFiniteOut) note = shareTip(e.abs_error.non_finite, e.finite);
+        if (!note.isEmpty()) {
+          item->setToolTip(note);
+          if (text == u"—") item->setText(QStringLiteral("undefined"));
+        }
+      }
       setItem(r, c, item);
     }
   }
   setSortingEnabled(true);
+  horizontalHeader()->setSortIndicatorShown(false);
+}
+
+QString ErrorMetricsTable::metricNote(const qs::ErrorView& v, Column c) {
+  const uint64_t lost = v.abs_error.non_finite;
+  const QString lostText = QStringLiteral("%1 finite value%2 became %3 (IEEE overflow)")
+                               .arg(errortext::count(lost), lost == 1 ? QString() : QStringLiteral("s"), nonFiniteKind(v));
+  switch (c) {
+    case Sqnr:
+    case Mse:
+    case MeanAbs:
+      if (lost) return QStringLiteral("Undefined: %1; its error is infinite. Compare the saturating scheme, or see the "
+                                      "→ NaN/inf column.").arg(lostText);
+      if (v.finite == 0) return QStringLiteral("Undefined: no finite input values.");
+      return {};
+    case MaxAbs:
+      if (lost) return QStringLiteral("Largest |x − q| over the values that stayed finite; %1.").arg(lostText);
+      return {};
+    default: return {};
+  }
 }
 
 double ErrorMetricsTable::number(int row, Column column) const {
@@ -126,7 +193,8 @@ double ErrorMetricsTable::number(int row, Column column) const {
     case Clipped: return double(v->clipped);
     case Overflow: return double(v->out.stats.overflow);
     case Underflow: return double(v->out.stats.underflow);
-    case Nan: return double(v->out.stats.nan);
+    case Nan: return double(v->nan + v->pos_inf + v->neg_inf);
+    case NonFiniteOut: return double(v->abs_error.non_finite);
     case BitsPerValue: return v->bits_per_value;
     default: return std::nan("");
   }
@@ -134,12 +202,12 @@ double ErrorMetricsTable::number(int row, Column column) const {
 
 QByteArray ErrorMetricsTable::csv() const {
   QByteArray out("scheme,sqnr_db,mse,max_abs_error,mean_abs_error,clip_mse,round_mse,clipped,overflow,underflow,nan,"
-                 "finite,pos_inf,neg_inf,amax,groups,grid,bits_per_value\n");
+                 "finite,pos_inf,neg_inf,amax,groups,grid,bits_per_value,nonfinite_out\n");
   auto quoted = [](const QByteArray& s) { return QByteArray::fromStdString(qs::csv_field(s.toStdString())); };
   for (const Row& row : m_rows) {
     out += quoted(row.scheme.toUtf8());
     if (!row.view) {
-      out += ",,,,,,,,,,,,,,,," + quoted(row.error.toUtf8()) + ",\n";
+      out += ",,,,,,,,,,,,,,,," + quoted(row.error.toUtf8()) + ",,\n";
       continue;
     }
     const qs::ErrorView& v = *row.view;
@@ -153,7 +221,7 @@ QByteArray ErrorMetricsTable::csv() const {
            ',' + QByteArray::number(qulonglong(v.finite)) + ',' + QByteArray::number(qulonglong(v.pos_inf)) + ',' +
            QByteArray::number(qulonglong(v.neg_inf)) + ',' + number(v.out.amax) + ',' +
            QByteArray::number(qulonglong(v.out.groups)) + ',' + quoted(QByteArray::fromStdString(v.grid.note)) + ',' +
-           number(v.bits_per_value) + '\n';
+           number(v.bits_per_value) + ',' + QByteArray::number(qulonglong(v.abs_error.non_finite)) + '\n';
   }
   return out;
 }

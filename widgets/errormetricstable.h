@@ -14,12 +14,17 @@ class ErrorMetricsTable : public QTableWidget {
   Q_OBJECT
 
 public:
-  enum Column { Scheme, Sqnr, Mse, MaxAbs, MeanAbs, Clipped, Overflow, Underflow, Nan, BitsPerValue, ColumnCount };
+  // Nan: NaN and inf inputs (counted, never quantized); NonFiniteOut: finite inputs that came out as inf or
+  // NaN (IEEE overflow), the reason the error columns are undefined.
+  enum Column { Scheme, Sqnr, Mse, MaxAbs, MeanAbs, Clipped, Overflow, Underflow, Nan, NonFiniteOut, BitsPerValue, ColumnCount };
+  // Why a metric cell is empty or partial ("—"), for its tooltip; empty when the number stands alone.
+  static QString metricNote(const qs::ErrorView& v, Column c);
   struct Row {
     QString scheme;
     QColor color;
     std::shared_ptr<const qs::ErrorView> view;  // null while pending or after an error
     QString error;                               // why there is no view
+    bool cancelled = false;                      // no view because the user cancelled (not pending)
   };
 
   explicit ErrorMetricsTable(QWidget* parent = nullptr);
@@ -30,7 +35,7 @@ public:
   double number(int row, Column column) const;
 
   // "scheme,sqnr_db,mse,max_abs_error,mean_abs_error,clip_mse,round_mse,clipped,overflow,underflow,nan,
-  // finite,pos_inf,neg_inf,amax,groups,grid", rows in scheme order.
+  // finite,pos_inf,neg_inf,amax,groups,grid,bits_per_value,nonfinite_out", rows in scheme order.
   QByteArray csv() const;
 
 private:

@@ -74,6 +74,10 @@ void ErrorPanel::buildUi() {
   m_cancelButton = new QPushButton(QStringLiteral("Cancel"));
   m_cancelButton->setObjectName(QStringLiteral("cancelButton"));
   m_cancelButton->setEnabled(false);
+  m_recomputeButton = new QPushButton(QStringLiteral("Recompute"));
+  m_recomputeButton->setObjectName(QStringLiteral("recomputeButton"));
+  m_recomputeButton->setToolTip(QStringLiteral("Compute the schemes that Cancel left out"));
+  m_recomputeButton->setVisible(false);
   m_exportButton = new QToolButton;
   m_exportButton->setObjectName(QStringLiteral("exportButton"));
   m_exportButton->setText(QStringLiteral("Export…"));
@@ -132,6 +136,7 @@ void ErrorPanel::buildUi() {
   bar->addWidget(m_binsBox);
   bar->addStretch(1);
   bar->addWidget(m_progress);
+  bar->addWidget(m_recomputeButton);
   bar->addWidget(m_cancelButton);
   bar->addWidget(m_exportButton);
 
@@ -164,6 +169,7 @@ void ErrorPanel::buildUi() {
           [this](int i) { setGridGroup(i == 1 ? qs::GridGroup::Median : qs::GridGroup::Largest); });
   connect(m_binsBox, &QComboBox::currentIndexChanged, this, [this](int i) { setValueBins(m_binsBox->itemData(i).toInt()); });
   connect(m_cancelButton, &QPushButton::clicked, this, &ErrorPanel::cancel);
+  connect(m_recomputeButton, &QPushButton::clicked, this, &ErrorPanel::recompute);
 }
 
 void ErrorPanel::setErrorMode(ErrorMode mode) { m_modeBox->setCurrentIndex(mode == ErrorMode::Relative ? 1 : 0); }
@@ -243,6 +249,8 @@ void ErrorPanel::recompute() {
       missing.push_back(s);
     }
   m_pendingKeys = keys;
+  m_cancelled = false;
+  m_recomputeButton->setVisible(false);
   // Always a new generation: whatever is in flight is superseded (an empty request just stops it).
   m_generation = m_worker.request(m_tensor, missing, m_options);
   m_clock.start();
@@ -328,8 +336,9 @@ void ErrorPanel::onCancelled(int generation) {
   if (generation != m_generation) return;
   m_refreshTimer.stop();
   m_pendingKeys.clear();
+  m_cancelled = true;
   refresh();
-  m_status->setText(m_status->text() + QStringLiteral("  ·  cancelled: the remaining schemes were not computed"));
+  m_recomputeButton->setVisible(true);
   emit message(QStringLiteral("Error tab: cancelled"));
   setBusy(false);
 }
@@ -360,7 +369,7 @@ void ErrorPanel::refresh() {
     const QString label = labelOf(s);
     const QColor color = schemeColor(i);
     const auto v = view(i);
-    rows.push_back({label, color, v, errorText(i)});
+    rows.push_back({label, color, v, errorText(i), m_cancelled && !v});
     if (!v) continue;
     any = any ? any : v;
     grids.push_back({label, color, QVector<double>(v->grid.values.begin(), v->grid.values.end()),
@@ -368,6 +377,7 @@ void ErrorPanel::refresh() {
     series.push_back({label, color, v->abs_error, v->rel_error, v->finite});
   }
   if (any) m_valuePlot->setHistogram(any->values, tensorLabel());
+  else if (m_cancelled) m_valuePlot->clearHistogram(QStringLiteral("cancelled before any scheme was done: press Recompute"));
   m_valuePlot->setGrids(grids);
   m_errorPlot->setSeries(series);
   m_table->setRows(rows);
@@ -387,6 +397,14 @@ void ErrorPanel::refresh() {
     if (m_schemes.empty()) status += QStringLiteral(" · add schemes to compare in the setup dock");
     else if (m_busy && !m_pendingKeys.isEmpty())
       status += QStringLiteral(" · computing %1 scheme%2…").arg(m_pendingKeys.size()).arg(m_pendingKeys.size() == 1 ? "" : "s");
+    if (m_cancelled) {
+      int missing = 0;
+      for (int i = 0; i < int(m_schemes.size()); ++i) missing += !view(i) && errorText(i).isEmpty();
+      if (missing)
+        status += QStringLiteral(" · cancelled: %1 of %2 schemes not computed (Recompute computes them)")
+                      .arg(missing)
+                      .arg(m_schemes.size());
+    }
   }
   m_status->setText(status);
   emit viewsUpdated();

@@ -117,6 +117,7 @@ private:
   QStringList m_pendingKeys;  // the keys of the request in flight, by its index
   int m_generation = 0;
   bool m_busy = false;
+  bool m_cancelled = false;  // the last computation was cancelled: missing views are not pending
   QElapsedTimer m_clock;
   QTimer m_refreshTimer;  // ~40 ms: results arriving close together become one replot
 
@@ -129,6 +130,7 @@ private:
   QCheckBox* m_logBox = nullptr;
   QProgressBar* m_progress = nullptr;
   QPushButton* m_cancelButton = nullptr;
+  QPushButton* m_recomputeButton = nullptr;  // shown after Cancel while schemes are missing
   QToolButton* m_exportButton = nullptr;
   ElidedLabel* m_status = nullptr;
 };

@@ -314,7 +314,7 @@ void FormatGridPlot::updateTitle() {
                .arg(f.bias)
                .arg(qs::to_string(f.specials));
   }
-  m_title->setText(QString::fromStdString(f.name) + QStringLiteral("  —  ") + kind);
+  plotstyle::setText(m_title, QString::fromStdString(f.name) + QStringLiteral("  —  ") + kind);
 
   QStringList facts;
   const QString lowest = m_allFinite.isEmpty() ? QString() : number(m_allFinite.front());
@@ -336,7 +336,7 @@ void FormatGridPlot::updateTitle() {
   const qsizetype finite = m_allFinite.size();
   facts << (f.has_inf ? QStringLiteral("%1 distinct values (%2 finite + ±inf)").arg(finite + 2).arg(finite)
                       : QStringLiteral("%1 distinct values").arg(finite));
-  m_subtitle->setText(facts.join(sep));
+  plotstyle::setText(m_subtitle, facts.join(sep));
 }
 
 void FormatGridPlot::showValueTip(QMouseEvent* event) {

@@ -81,7 +81,7 @@ FormatPicker::FormatPicker(const QString& prefix, bool compact, QWidget* parent)
     grid->addItem(new QSpacerItem(12, 0), 0, 2);
     grid->addWidget(new QLabel(QStringLiteral("Custom:")), 0, 3);
     grid->addWidget(m_custom, 0, 4);
-    grid->addWidget(m_label, 1, 4);
+    grid->addWidget(m_label, 1, 1, 1, 4);  // under the combo and the field: the whole width for the message
     grid->setColumnStretch(4, 1);
     grid->setVerticalSpacing(2);
   }

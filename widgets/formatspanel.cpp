@@ -44,16 +44,10 @@ FormatsPanel::FormatsPanel(QWidget* parent) : QWidget(parent) {
   m_unsignedCheck = new QCheckBox(QStringLiteral("unsigned"));
   m_unsignedCheck->setObjectName(QStringLiteral("builderUnsigned"));
 
+  // Two rows that fit a 1280 x 720 window beside the Setup dock: the format (with its custom spec and the
+  // parser's message under it), then the builder, the compared format and the axis.
   auto* top = new QHBoxLayout;
-  top->addWidget(m_picker, 3);
-  top->addSpacing(12);
-  top->addWidget(m_compareCheck);
-  top->addWidget(m_comparePicker, 2);
-  top->addSpacing(12);
-  top->addWidget(m_logScale);
-  top->setAlignment(m_compareCheck, Qt::AlignTop);
-  top->setAlignment(m_comparePicker, Qt::AlignTop);
-  top->setAlignment(m_logScale, Qt::AlignTop);
+  top->addWidget(m_picker, 1);
 
   auto* builder = new QHBoxLayout;
   builder->addWidget(new QLabel(QStringLiteral("Edit:  E")));
@@ -65,7 +59,11 @@ FormatsPanel::FormatsPanel(QWidget* parent) : QWidget(parent) {
   builder->addWidget(new QLabel(QStringLiteral("specials")));
   builder->addWidget(m_specialsCombo);
   builder->addWidget(m_unsignedCheck);
-  builder->addStretch(1);
+  builder->addSpacing(16);
+  builder->addWidget(m_compareCheck);
+  builder->addWidget(m_comparePicker, 1);
+  builder->addSpacing(12);
+  builder->addWidget(m_logScale);
 
   m_plot = new FormatGridPlot;
   m_plot->setObjectName(QStringLiteral("formatGridPlot"));

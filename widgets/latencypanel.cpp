@@ -126,11 +126,11 @@ bool LatencyPanel::setBackend(Backend b) {
   populateKernels();
   // The speedup plot's baseline follows the backend.
   if (auto* title = qobject_cast<QCPTextElement*>(m_plots[int(Plot::Speedup)]->plotLayout()->element(0, 0))) {
-    const QString tail = title->text().section(QStringLiteral("  ·  "), 1);
+    const QString tail = plotstyle::fullText(title).section(QStringLiteral("  ·  "), 1);
     const QString head = b == Backend::Cpu    ? QStringLiteral("Speedup over fp32-eigen")
                          : b == Backend::Cuda ? QStringLiteral("Speedup over fp32-cublas")
                                               : QStringLiteral("Speedup over fp32 (eigen on the CPU, cublas on the GPU)");
-    title->setText(tail.isEmpty() ? head : head + QStringLiteral("  ·  ") + tail);
+    plotstyle::setText(title, tail.isEmpty() ? head : head + QStringLiteral("  ·  ") + tail);
     m_plots[int(Plot::Speedup)]->replot(QCustomPlot::rpQueuedReplot);
   }
   return true;
@@ -284,7 +284,7 @@ void LatencyPanel::buildUi() {
 
 QCustomPlot* LatencyPanel::makePlot(const QString& title, const QString& yLabel) {
   auto* p = new QCustomPlot;
-  p->setMinimumSize(320, 220);
+  p->setMinimumSize(300, 180);
   p->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   plotstyle::addTitle(p, title);
   for (QCPAxis* a : {p->xAxis, p->yAxis}) {
@@ -488,9 +488,9 @@ void LatencyPanel::resetPlots(const QStringList& kernels, int threadCount) {
     }
     plot->legend->setVisible(!kernels.isEmpty());
     if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0))) {
-      QString text = title->text().section(QStringLiteral("  ·  "), 0, 0);
+      QString text = plotstyle::fullText(title).section(QStringLiteral("  ·  "), 0, 0);
       if (!kernels.isEmpty()) text += QStringLiteral("  ·  %1 thread%2").arg(threadCount).arg(threadCount == 1 ? "" : "s");
-      title->setText(text);
+      plotstyle::setText(title, text);
     }
   }
   rescale();

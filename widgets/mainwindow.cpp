@@ -172,6 +172,9 @@ MainWindow::MainWindow(QWidget* parent, bool persistent) : QMainWindow(parent), 
   QSize size(1400, 860);
   if (const QScreen* screen = QGuiApplication::primaryScreen()) size = size.boundedTo(screen->availableGeometry().size());
   resize(size);
+  // On a short screen the plots need the height: the log starts hidden (View → Log shows it) and its
+  // lines appear in the status bar meanwhile.
+  if (size.height() < 800) logDock->hide();
   m_setup->schemeList()->setSettings(ViewSettings{}.schemes);  // the defaults: e4m3fn and int8 per tensor
   if (m_persistent) restorePersistent();
   applySchemes();
@@ -314,6 +317,8 @@ void MainWindow::setBusy(bool) {
 void MainWindow::log(const QString& message) {
   const QString line = QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss  ")) + message;
   m_log->appendPlainText(elide::middle(line, 1000));  // names from files can be any length; stderr has all
+  if (auto* dock = findChild<QDockWidget*>(QStringLiteral("logDock")); dock && dock->isHidden())
+    statusBar()->showMessage(elide::middle(message, 300), 6000);
   if (!m_interactive) std::fprintf(stderr, "quantscope: %s\n", qPrintable(message));
 }
 

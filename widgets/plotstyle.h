@@ -4,12 +4,130 @@
 #pragma once
 
 #include <QFont>
+#include <QFontMetrics>
 #include <QPen>
+#include <QStringList>
+#include <algorithm>
 #include <utility>
 
 #include <qcustomplot.h>
 
 namespace plotstyle {
+
+// Titles and subtitles keep their whole text: set through plotstyle::setText, a text element is wrapped
+// to the width it has (at its own separators " · ", " — ", ", " and spaces) before every replot, so a
+// 1280 x 720 window shows every number of "max 57344 · min normal 2⁻¹⁴ …" on two lines instead of cutting
+// the line. Only a single word wider than the plot (a 20,000-character tensor name) is elided, in the
+// middle. fullText() gives the unwrapped text (CSV captions, tests).
+inline const char* const kFullTextProperty = "qsFullText";
+
+// Greedy line filling: whitespace runs between words are kept inside a line and dropped at a break, as
+// is a lone separator word ("·", "—") left at either end of a line.
+inline QStringList wrapLines(const QString& text, const QFontMetrics& fm, int width, int maxLines = 4) {
+  QStringList out;
+  const auto isSep = [](const QString& w) { return w == u"·" || w == u"—" || w == u"|"; };
+  for (const QString& paragraph : text.split(u'\n')) {
+    struct Word {
+      QString space, text;
+    };
+    QList<Word> words;
+    QString space, word;
+    for (QChar c : paragraph) {
+      if (c.isSpace()) {
+        if (!word.isEmpty()) words.append({space, word}), space.clear(), word.clear();
+        space += c;
+      } else {
+        word += c;
+      }
+    }
+    if (!word.isEmpty()) words.append({space, word});
+    QList<Word> line;  // the words of the line being filled, with the whitespace before each
+    const auto joined = [](const QList<Word>& l) {
+      QString t;
+      for (qsizetype i = 0; i < l.size(); ++i) t += (i ? l[i].space : QString()) + l[i].text;
+      return t;
+    };
+    const auto flush = [&] {
+      while (!line.isEmpty() && isSep(line.back().text)) line.removeLast();
+      if (!line.isEmpty()) out << joined(line);
+      line.clear();
+    };
+    for (Word w : words) {
+      if (fm.horizontalAdvance(w.text) > width) w.text = fm.elidedText(w.text, Qt::ElideMiddle, width);
+      if (line.isEmpty() && isSep(w.text)) continue;
+      line.append(w);
+      if (line.size() > 1 && fm.horizontalAdvance(joined(line)) > width) {
+        line.removeLast();
+        flush();
+        if (!isSep(w.text)) line.append(w);
+      }
+    }
+    flush();
+    if (words.isEmpty()) out << QString();
+  }
+  if (maxLines > 0 && out.size() > maxLines) {
+    QString last = out.mid(maxLines - 1).join(u' ');
+    out = out.mid(0, maxLines - 1);
+    out << fm.elidedText(last, Qt::ElideRight, width);
+  }
+  return out;
+}
+
+inline QString fullText(const QCPTextElement* e) {
+  const QVariant v = e->property(kFullTextProperty);
+  return v.isValid() ? v.toString() : e->text();
+}
+
+// Re-wraps every text element set through setText to the width the last layout gave it.
+inline void fitTexts(QCustomPlot* p) {
+  const int plotWidth = p->viewport().width();
+  for (QCPLayoutElement* el : p->plotLayout()->elements(true)) {
+    auto* t = qobject_cast<QCPTextElement*>(el);
+    if (!t) continue;
+    const QVariant full = t->property(kFullTextProperty);
+    if (!full.isValid()) continue;
+    int w = t->outerRect().width() > 40 ? std::min(t->outerRect().width(), plotWidth) : plotWidth;
+    w -= t->margins().left() + t->margins().right() + 8;
+    const QString wrapped = wrapLines(full.toString(), QFontMetrics(t->font()), std::max(w, 40)).join(u'\n');
+    if (wrapped != t->text()) t->setText(wrapped);
+  }
+}
+
+// Tick spacing that follows the axis length: about one label per 90 px across and per 34 px up, so a
+// small plot at 1280 x 720 never runs its labels together and a large one gets more. Text and fixed
+// tickers (named categories, chosen steps) are left alone.
+inline void fitTicks(QCustomPlot* p) {
+  for (QCPAxisRect* rect : p->axisRects())
+    for (QCPAxis* axis : rect->axes()) {
+      const QSharedPointer<QCPAxisTicker> ticker = axis->ticker();
+      if (!ticker || ticker.dynamicCast<QCPAxisTickerText>() || ticker.dynamicCast<QCPAxisTickerFixed>()) continue;
+      const bool across = axis->orientation() == Qt::Horizontal;
+      const int length = across ? rect->width() : rect->height();
+      if (length <= 0) continue;
+      const int count = std::clamp(length / (across ? 90 : 34), 2, 10);
+      if (ticker->tickCount() != count) ticker->setTickCount(count);
+    }
+}
+
+inline void installTextFitting(QCustomPlot* p) {
+  if (p->property("qsFitsTexts").toBool()) return;
+  p->setProperty("qsFitsTexts", true);
+  QObject::connect(p, &QCustomPlot::beforeReplot, p, [p] {
+    fitTexts(p);
+    fitTicks(p);
+  });
+}
+
+inline void setText(QCPTextElement* e, const QString& text) {
+  e->setProperty(kFullTextProperty, text);
+  installTextFitting(e->parentPlot());
+  if (e->parentPlot()->viewport().width() > 0) {
+    const QString wrapped = wrapLines(text, QFontMetrics(e->font()), std::max(40, e->parentPlot()->viewport().width() - 16)).join(u'\n');
+    e->setText(wrapped);
+  } else {
+    e->setText(text);
+  }
+}
 
 // Inserts a title row at the top (row 0) and returns it. pointSize 11 for the panels' plots, 13 for
 // the main format grid.
@@ -19,6 +137,7 @@ inline QCPTextElement* addTitle(QCustomPlot* p, const QString& text, int pointSi
   t->setObjectName(QStringLiteral("title"));
   t->setMargins(margins);
   p->plotLayout()->addElement(0, 0, t);
+  setText(t, text);
   return t;
 }
 
@@ -32,6 +151,7 @@ inline std::pair<QCPTextElement*, QCPTextElement*> addTitleAndSubtitle(QCustomPl
   sub->setTextColor(QColor(70, 70, 70));
   sub->setMargins(large ? QMargins(0, 2, 0, 4) : QMargins(0, 1, 0, 3));
   p->plotLayout()->addElement(1, 0, sub);
+  setText(sub, QString());
   return {title, sub};
 }
 

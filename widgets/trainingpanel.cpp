@@ -4,6 +4,8 @@
 // Exercise: the Training tab of `quantscope`, `QT_QPA_PLATFORM=offscreen ./build/tests/tst_trainingpanel`.
 #include "trainingpanel.h"
 
+#include "plotstyle.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
@@ -220,14 +222,16 @@ void TrainingPanel::buildUi() {
   form->addRow(QStringLiteral("Activations:"), m_acts);
   form->addRow(QStringLiteral("Rounding:"), m_rounding);
   form->addRow(QStringLiteral("Scaling:"), m_scaling);
-  form->addRow(QString(), m_steZero);
+  form->addRow(m_steZero);  // both columns: the whole text shows in the side column
   form->addRow(QStringLiteral("Seed:"), m_seed);
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(m_startButton);
   buttons->addWidget(m_pauseButton);
   buttons->addWidget(m_stopButton);
+  // The comparison's name has the whole width; the button sits on the label's line.
   auto* presets = new QHBoxLayout;
-  presets->addWidget(m_presetCombo, 1);
+  presets->addWidget(new QLabel(QStringLiteral("Comparisons:")));
+  presets->addStretch(1);
   presets->addWidget(m_presetButton);
   auto* runButtons = new QHBoxLayout;
   runButtons->addWidget(m_clearButton);
@@ -239,8 +243,8 @@ void TrainingPanel::buildUi() {
   controls->addLayout(buttons);
   controls->addWidget(m_progress);
   controls->addWidget(m_status);
-  controls->addWidget(new QLabel(QStringLiteral("Comparisons:")));
   controls->addLayout(presets);
+  controls->addWidget(m_presetCombo);
   controls->addWidget(new QLabel(QStringLiteral("Runs:")));
   controls->addWidget(m_runList, 1);
   controls->addLayout(runButtons);
@@ -715,7 +719,7 @@ bool TrainingPanel::writeFlipCountsReport(const QString& dir, QString* error) {
     key->setName(r->name);
   }
   if (auto* t = qobject_cast<QCPTextElement*>(p->plotLayout()->element(0, 0)))
-    t->setText(QStringLiteral("Weights whose E4M3FN code changed, per step and layer (synthetic set, batch 64, seed 1)"));
+    plotstyle::setText(t, QStringLiteral("Weights whose E4M3FN code changed, per step and layer (synthetic set, batch 64, seed 1)"));
   return plotexport::exportAll(p, dir, TrainingPlots::stem(Plot::Flips), [&plots] { return plots.csv(Plot::Flips); },
                                plots.title(Plot::Flips), error, QSize(1200, 700));
 }

@@ -78,7 +78,7 @@ TrainingPlots::TrainingPlots(const std::vector<std::unique_ptr<TrainingRun>>* ru
 
 QCustomPlot* TrainingPlots::makePlot(const QString& title, const QString& yLabel, bool logY) {
   auto* p = new QCustomPlot;
-  p->setMinimumSize(200, 200);  // three abreast beside the controls: the tab must fit a 1280-px window
+  p->setMinimumSize(200, 170);  // three abreast beside the controls: the tab must fit a 1280-px window
   p->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   plotstyle::addTitle(p, title);
   p->xAxis->setLabel(QStringLiteral("step"));

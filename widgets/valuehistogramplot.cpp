@@ -43,7 +43,7 @@ constexpr double kMaxStrip = 0.32;
 }  // namespace
 
 ValueHistogramPlot::ValueHistogramPlot(QWidget* parent) : QCustomPlot(parent) {
-  setMinimumSize(420, 280);
+  setMinimumSize(420, 220);
   setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   setMouseTracking(true);  // hover tips
   axisRect()->setRangeDrag(Qt::Horizontal);
@@ -51,7 +51,7 @@ ValueHistogramPlot::ValueHistogramPlot(QWidget* parent) : QCustomPlot(parent) {
   setNoAntialiasingOnDrag(true);
 
   std::tie(m_title, m_subtitle) = plotstyle::addTitleAndSubtitle(this);
-  m_title->setText(QStringLiteral("Values"));
+  plotstyle::setText(m_title, QStringLiteral("Values"));
 
   xAxis->setLabel(QStringLiteral("value"));
   yAxis->setLabel(QStringLiteral("count"));
@@ -102,24 +102,31 @@ void ValueHistogramPlot::setHistogram(const qs::LinearHistogram& h, const QStrin
   if (special)
     text += QStringLiteral("\n%1 NaN, %2 +inf, %3 −inf: counted, not drawn")
                 .arg(errortext::count(h.nan), errortext::count(h.pos_inf), errortext::count(h.neg_inf));
-  m_subtitle->setText(text);
+  plotstyle::setText(m_subtitle, text);
   m_subtitle->setTextColor(special ? QColor(183, 28, 28) : QColor(70, 70, 70));
   rebuildRange();
   resetView();
 }
 
-// Long names (a synthetic tensor's full description, a file's 20,000-character name) would run past
-// the plot and widen it: keep the part before the first comma, at most 45 characters, elided in the
-// middle to the width; the line above the plots has the whole name.
+// The tensor's name in the title, wrapped to the plot's width by plotstyle (a synthetic tensor's
+// "student-t(ν=2, scale 20), …" used to be cut at its first comma); a name from a file can be any
+// length: at most 160 characters, elided in the middle (the line above the plots has the whole name).
 void ValueHistogramPlot::updateTitle() {
-  QString shown = m_name;
-  if (shown.size() > 48) shown = shown.section(QStringLiteral(", "), 0, 0);
-  shown = elide::middle(shown, 45);
-  if (shown.isEmpty()) return m_title->setText(QStringLiteral("Values"));
-  const QString head = QStringLiteral("Values of ");
-  const QFontMetrics fm(m_title->font());
-  const int room = std::max(60, width() - 24 - fm.horizontalAdvance(head));
-  m_title->setText(head + fm.elidedText(shown, Qt::ElideMiddle, room));
+  // A synthetic tensor's description "student-t(ν=2, scale 20), 1048576 values = …, seed 11": the title
+  // keeps the distribution, up to the first comma outside brackets (the line above has the rest).
+  QString name = m_name;
+  int depth = 0;
+  for (qsizetype i = 0; i + 1 < name.size(); ++i) {
+    const QChar c = name[i];
+    depth += c == u'(' || c == u'[' ? 1 : c == u')' || c == u']' ? -1 : 0;
+    if (depth == 0 && c == u',' && name[i + 1] == u' ' && name.size() > 48) {
+      name.truncate(i);
+      break;
+    }
+  }
+  const QString shown = elide::middle(name, 160);
+  if (shown.isEmpty()) return plotstyle::setText(m_title, QStringLiteral("Values"));
+  plotstyle::setText(m_title, QStringLiteral("Values of ") + shown);
 }
 
 void ValueHistogramPlot::resizeEvent(QResizeEvent* event) {
@@ -132,8 +139,8 @@ void ValueHistogramPlot::clearHistogram(const QString& why) {
   m_name.clear();
   m_maxCount = 0;
   m_histGraph->data()->clear();
-  m_title->setText(QStringLiteral("Values"));
-  m_subtitle->setText(why);
+  plotstyle::setText(m_title, QStringLiteral("Values"));
+  plotstyle::setText(m_subtitle, why);
   m_subtitle->setTextColor(QColor(70, 70, 70));
   setGrids({});
 }

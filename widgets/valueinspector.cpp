@@ -81,10 +81,21 @@ ValueInspector::ValueInspector(QWidget* parent) : QWidget(parent) {
   m_neighbours->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_modes = new QTableWidget(4, 4);
   m_modes->setObjectName(QStringLiteral("inspectorModes"));
-  m_modes->setHorizontalHeaderLabels({QStringLiteral("rounding / overflow"), QStringLiteral("code"),
+  m_modes->setHorizontalHeaderLabels({QStringLiteral("mode"), QStringLiteral("code"),
                                       QStringLiteral("value"), QStringLiteral("note")});
+  m_modes->horizontalHeaderItem(0)->setToolTip(QStringLiteral("rounding, then what happens beyond the largest finite value"));
+  m_modes->horizontalHeaderItem(3)->setToolTip(
+      QStringLiteral("Stochastic rounding: the chance of each candidate (the line beside it). "
+                     "On average the result equals the input: unbiased."));
   m_modes->verticalHeader()->hide();
-  m_modes->horizontalHeader()->setStretchLastSection(true);
+  // Four columns that fit the inspector's width: the first three as narrow as their (two-line) contents,
+  // the note takes the rest and wraps; no horizontal scrolling hides a column.
+  m_modes->setWordWrap(true);
+  m_modes->setTextElideMode(Qt::ElideNone);
+  m_modes->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  for (int c = 0; c < 3; ++c) m_modes->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+  m_modes->horizontalHeader()->setSectionResizeMode(3, QHeaderView::Stretch);
+  m_modes->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   m_modes->setEditTriggers(QAbstractItemView::NoEditTriggers);
   m_modes->setSelectionMode(QAbstractItemView::NoSelection);
   m_modes->setMinimumHeight(150);
@@ -219,18 +230,20 @@ void ValueInspector::refresh() {
         valueText = num(vu);
         note = QStringLiteral("deterministic here");
       } else {
-        codeText = hexCode(f, down) + QStringLiteral(" | ") + hexCode(f, up);
-        valueText = num(vd) + QStringLiteral(" | ") + num(vu);
+        // One candidate per line (below, above), so the cells stay narrow.
+        codeText = hexCode(f, down) + u'\n' + hexCode(f, up);
+        valueText = num(vd) + u'\n' + num(vu);
         const double p = std::isfinite(vu) && vu != vd ? (std::abs(x) - std::abs(vd)) / (std::abs(vu) - std::abs(vd)) : 0.0;
-        note = QStringLiteral("P(%1) = %2, unbiased on average").arg(num(vu)).arg(p, 0, 'f', 4);
+        // The chance of each candidate, line by line beside it: E[q] = x (unbiased on average).
+        note = QStringLiteral("P = %1\nP = %2").arg(1.0 - p, 0, 'f', 4).arg(p, 0, 'f', 4);
       }
     }
-    const QString modeName = QStringLiteral("%1 / %2").arg(qs::to_string(m.r), qs::to_string(m.o));
+    const QString modeName = QStringLiteral("%1\n%2").arg(qs::to_string(m.r), qs::to_string(m.o));
     const QString cells[] = {modeName, codeText, valueText, note};
     for (int col = 0; col < 4; ++col) {
       auto* item = new QTableWidgetItem(cells[col]);
       m_modes->setItem(row, col, item);
     }
   }
-  m_modes->resizeColumnsToContents();
+  m_modes->resizeRowsToContents();
 }
