@@ -15,6 +15,7 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QPlainTextEdit>
+#include <QPushButton>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QSignalSpy>
@@ -32,6 +33,8 @@
 #include "reportwriter.h"
 #include "schemelist.h"
 #include "setupdock.h"
+#include "sqnrheatmap.h"
+#include "valueinspector.h"
 #include "viewsettings.h"
 
 class TestMainWindow : public QObject {
@@ -45,12 +48,14 @@ private slots:
   void presetsApply();
   void unknownPreset();
   void settingsRoundTrip();
+  void settingsRoundTripExact();
   void settingsRejectBadValues_data();
   void settingsRejectBadValues();
   void applySettingsChecksFirst();
   void schemesReachErrorTab();
   void invalidSchemeRowShowsReason();
   void fileTensorLoads();
+  void heatmapStaleAfterSchemesChange();
   void badFileIsReported_data();
   void badFileIsReported();
   void reportWritesEveryFile();
@@ -147,6 +152,62 @@ void TestMainWindow::unknownPreset() {
   QString why;
   QVERIFY(!w.applyPreset(QStringLiteral("no-such-demo"), &why));
   QVERIFY(why.contains(QStringLiteral("outliers-int8")));  // lists what exists
+}
+
+// Issue 19 item 5: everything a user set comes back exactly from the settings.json it writes: a demo's
+// banner (plain text, not "<b>…</b>"), the inspector's value as typed (not 0.29999999999999999), the
+// Error view's options and the Model tab's file, order and colour scale.
+void TestMainWindow::settingsRoundTripExact() {
+  const QString model = m_dir.filePath(QStringLiteral("roundtrip.npy"));
+  std::vector<float> x(16 * 16);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i % 11) * 0.1f - 0.5f;
+  qs::write_npy(model.toStdString(), qs::make_npy(qs::DType::F32, {16, 16}, x.data()));
+  MainWindow a;
+  a.setInteractive(false);
+  QString why;
+  QVERIFY2(a.applyPreset(QStringLiteral("stochastic-rounding"), &why), qPrintable(why));
+  QVERIFY(a.waitForIdle(30000));
+  QVERIFY(a.formatsPanel()->inspector()->setValueText(QStringLiteral("0.3")));
+  a.errorPanel()->setErrorMode(ErrorPanel::ErrorMode::Relative);
+  a.errorPanel()->setLogCounts(true);
+  a.errorPanel()->setGridGroup(qs::GridGroup::Median);
+  a.errorPanel()->setValueBins(1024);
+  QVERIFY(a.analyseFile(model));
+  QVERIFY(a.heatmap()->waitForFinished(30000));
+  a.heatmap()->setOrder(SqnrHeatmap::Order::WorstSqnr);
+  a.heatmap()->setColorRange(SqnrHeatmap::ColorRange::Fixed, 5, 25);
+  QVERIFY(a.waitForIdle(30000));
+  const ViewSettings sa = a.currentSettings();
+  QCOMPARE(sa.inspectorValue, QStringLiteral("0.3"));
+  QVERIFY2(!sa.title.contains(u'<'), qPrintable(sa.title));
+  ViewSettings want;
+  QVERIFY(findPreset(QStringLiteral("stochastic-rounding"), &want, nullptr));
+  QCOMPARE(sa.title, want.title);
+  QCOMPARE(sa.explanation, want.explanation);
+
+  const QByteArray text = QJsonDocument(sa.toJson()).toJson();
+  ViewSettings read;
+  QVERIFY2(ViewSettings::fromJsonText(text, &read, &why), qPrintable(why));
+  MainWindow b;
+  b.setInteractive(false);
+  QVERIFY2(b.applySettings(read, &why), qPrintable(why));
+  QVERIFY(b.waitForIdle(30000));
+  QVERIFY(b.heatmap()->waitForFinished(30000));
+  const ViewSettings sb = b.currentSettings();
+  QCOMPARE(QJsonDocument(sb.toJson()).toJson(), text);
+  QCOMPARE(b.errorPanel()->errorMode(), ErrorPanel::ErrorMode::Relative);
+  QCOMPARE(b.errorPanel()->valueBins(), 1024);
+  QCOMPARE(b.heatmap()->filePath(), model);
+  QCOMPARE(b.heatmap()->colorRange(), (QPair<double, double>(5, 25)));
+  // Bad values name their key.
+  QVERIFY(!ViewSettings::fromJson(QJsonObject{{"error_view", QJsonObject{{"mode", "sideways"}}}}, &read, &why));
+  QVERIFY2(why.contains(QStringLiteral("'mode'")), qPrintable(why));
+  QVERIFY(!ViewSettings::fromJson(QJsonObject{{"model", QJsonObject{{"file", model}, {"order", "random"}}}}, &read, &why));
+  QVERIFY2(why.contains(QStringLiteral("'order'")), qPrintable(why));
+  ViewSettings missing = read;
+  missing.modelFile = m_dir.filePath(QStringLiteral("gone.npy"));
+  QVERIFY(!b.applySettings(missing, &why));
+  QVERIFY2(why.contains(QStringLiteral("no such file")), qPrintable(why));
 }
 
 void TestMainWindow::settingsRoundTrip() {
@@ -280,6 +341,45 @@ void TestMainWindow::fileTensorLoads() {
   QVERIFY(*w.currentTensor().values == x);
   QCOMPARE(w.currentSettings().source, QStringLiteral("file"));
   QVERIFY(w.recentFiles().contains(QFileInfo(path).absoluteFilePath()));
+}
+
+// Issue 19 items 2 and 3: the Model tab says when its map no longer matches the Setup dock's schemes,
+// offers Re-run, and a click on a stale cell opens the tensor under the map's own schemes.
+void TestMainWindow::heatmapStaleAfterSchemesChange() {
+  const QString path = m_dir.filePath(QStringLiteral("stale.npy"));
+  std::vector<float> x(32 * 16);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i % 13) * 0.25f - 1.5f;
+  qs::write_npy(path.toStdString(), qs::make_npy(qs::DType::F32, {32, 16}, x.data()));
+  MainWindow w;
+  w.setInteractive(false);
+  QVERIFY(w.waitForIdle(30000));
+  const QList<SchemeSetting> original = w.setupDock()->schemeList()->settings();
+  QVERIFY(w.analyseFile(path));
+  QVERIFY(w.heatmap()->waitForFinished(30000));
+  QVERIFY(!w.heatmap()->isStale());
+  auto* rerun = w.heatmap()->findChild<QPushButton*>(QStringLiteral("rerunButton"));
+  QVERIFY(rerun && !rerun->isVisibleTo(w.heatmap()));
+
+  QList<SchemeSetting> changed = original;
+  changed.front().format = QStringLiteral("e5m2");
+  w.setupDock()->schemeList()->setSettings(changed);
+  QVERIFY(w.heatmap()->isStale());
+  QVERIFY(rerun->isVisibleTo(w.heatmap()));
+  // A click opens the tensor under the map's schemes: the Setup dock's rows go back to them.
+  emit w.heatmap()->tensorActivated(path, w.heatmap()->tensorNames().front(), 0);
+  QVERIFY(w.waitForIdle(30000));
+  QCOMPARE(w.setupDock()->schemeList()->settings(), original);
+  QVERIFY(!w.heatmap()->isStale());
+
+  // Re-run computes the map under the schemes listed now.
+  w.setupDock()->schemeList()->setSettings(changed);
+  QVERIFY(w.heatmap()->isStale());
+  rerun->click();
+  QVERIFY(w.heatmap()->waitForFinished(30000));
+  QVERIFY(!w.heatmap()->isStale());
+  QVERIFY2(w.heatmap()->schemeNames().front().startsWith(QStringLiteral("e5m2")), qPrintable(w.heatmap()->schemeNames().front()));
+  // The tab has its own way in: the Analyse button asks the window for a file.
+  QVERIFY(w.heatmap()->findChild<QPushButton*>(QStringLiteral("analyseButton")));
 }
 
 void TestMainWindow::badFileIsReported_data() {

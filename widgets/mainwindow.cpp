@@ -117,12 +117,15 @@ MainWindow::MainWindow(QWidget* parent, bool persistent) : QMainWindow(parent), 
     m_loader->loadTensor(path, tensor);
   });
   connect(m_setup, &SetupDock::openRequested, this, &MainWindow::openFileDialog);
-  connect(m_setup, &SetupDock::fileAnalysisRequested, this, [this](const QString& path) {
-    std::vector<qs::Scheme> schemes;
-    QString why;
-    if (!m_setup->schemeList()->schemes(&schemes, &why)) return showError(QStringLiteral("Invalid scheme"), why);
-    m_tabs->setCurrentWidget(m_heatmap);
-    m_heatmap->analyzeFile(path, schemes);
+  connect(m_setup, &SetupDock::fileAnalysisRequested, this, &MainWindow::analyseFile);
+  connect(m_heatmap, &SqnrHeatmap::openRequested, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(
+        this, QStringLiteral("Analyse a model file"), m_recent.isEmpty() ? QDir::homePath() : QFileInfo(m_recent.front()).path(),
+        QStringLiteral("Model files (*.safetensors *.json *.gguf *.pt *.pth *.bin *.onnx *.npz *.npy);;All files (*)"));
+    if (!path.isEmpty()) analyseFile(path);
+  });
+  connect(m_heatmap, &SqnrHeatmap::rerunRequested, this, [this] {
+    if (!m_heatmap->filePath().isEmpty()) analyseFile(m_heatmap->filePath());
   });
   connect(m_setup->schemeList(), &SchemeList::schemesChanged, this, &MainWindow::applySchemes);
   connect(m_loader, &DataLoader::loaded, this, &MainWindow::onTensorLoaded);
@@ -155,6 +158,11 @@ MainWindow::MainWindow(QWidget* parent, bool persistent) : QMainWindow(parent), 
   connect(m_loader, &DataLoader::busyChanged, this, &MainWindow::setBusy);
   connect(m_error, &ErrorPanel::message, this, &MainWindow::log);
   connect(m_heatmap, &SqnrHeatmap::tensorActivated, this, [this](const QString& path, const QString& tensor, int) {
+    // A map computed under other schemes opens its tensor under those, not under the Setup dock's new ones.
+    if (m_heatmap->isStale() && !m_heatmapSchemes.isEmpty()) {
+      m_setup->schemeList()->setSettings(m_heatmapSchemes);
+      log(QStringLiteral("Schemes set back to the Model tab's: %1").arg(m_heatmap->schemeNames().join(QStringLiteral(", "))));
+    }
     if (!m_setup->files().contains(path)) {
       m_pendingFile = path;
       m_pendingTensor = tensor;
@@ -336,10 +344,25 @@ void MainWindow::reloadData() {
 }
 
 void MainWindow::applySchemes() {
+  m_heatmap->setStale(!m_heatmapSchemes.isEmpty() && m_setup->schemeList()->settings() != m_heatmapSchemes);
   std::vector<qs::Scheme> schemes;
   QString why;
   if (!m_setup->schemeList()->schemes(&schemes, &why)) return;  // the row shows why
   m_error->setSchemes(schemes);
+}
+
+bool MainWindow::analyseFile(const QString& path) {
+  std::vector<qs::Scheme> schemes;
+  QString why;
+  if (!m_setup->schemeList()->schemes(&schemes, &why)) {
+    showError(QStringLiteral("Invalid scheme"), why);
+    return false;
+  }
+  m_tabs->setCurrentWidget(m_heatmap);
+  m_heatmapSchemes = m_setup->schemeList()->settings();
+  m_heatmap->analyzeFile(path, schemes);
+  addRecent(path);
+  return true;
 }
 
 void MainWindow::onTensorLoaded(const TensorData& d) {
@@ -361,7 +384,8 @@ ViewSettings MainWindow::currentSettings() const {
   s.format = m_formats->spec();
   s.compare = m_formats->compareSpecs();
   s.logScale = m_formats->logScale();
-  s.inspectorValue = QString::number(m_formats->inspector()->value(), 'g', 17);
+  // What was typed ("0.3", "0x1.8p-7") reads back exactly; 17 digits made "0.29999999999999999".
+  s.inspectorValue = m_formats->inspector()->valueText();
   s.synthetic = m_setup->syntheticSpec();
   if (m_setup->syntheticSelected() || m_tensor.source == u"synthetic" || m_tensor.isEmpty()) {
     s.source = QStringLiteral("synthetic");
@@ -372,6 +396,19 @@ ViewSettings MainWindow::currentSettings() const {
   }
   s.schemes = m_setup->schemeList()->settings();
   s.seed = m_setup->schemeList()->seed();
+  s.errorMode = m_error->errorMode() == ErrorPanel::ErrorMode::Relative ? QStringLiteral("relative") : QStringLiteral("absolute");
+  s.logCounts = m_error->logCounts();
+  s.gridGroup = m_error->gridGroup() == qs::GridGroup::Median ? QStringLiteral("median") : QStringLiteral("largest");
+  s.bins = m_error->valueBins();
+  if (!m_heatmap->filePath().isEmpty()) {
+    static const QStringList orders = {QStringLiteral("file"), QStringLiteral("name"), QStringLiteral("size"), QStringLiteral("worst")};
+    static const QStringList colours = {QStringLiteral("auto"), QStringLiteral("full"), QStringLiteral("fixed")};
+    s.modelFile = m_heatmap->filePath();
+    s.modelOrder = orders.value(int(m_heatmap->order()));
+    s.modelColours = colours.value(int(m_heatmap->colorRangeMode()));
+    s.modelLo = m_heatmap->colorRange().first;
+    s.modelHi = m_heatmap->colorRange().second;
+  }
   if (m_demoBar->isVisibleTo(const_cast<MainWindow*>(this)) && !m_demoPreset.isEmpty()) {
     s.preset = m_demoPreset;
     s.title = m_demoTitle->text();
@@ -396,9 +433,10 @@ bool MainWindow::applySettings(const ViewSettings& s, QString* error) {
     return fail(QString::fromUtf8(e.what()));
   }
   if (!kTabNames.contains(s.tab)) return fail(QStringLiteral("unknown tab '%1'").arg(s.tab));
-  if (s.source == u"file" && !QFileInfo(s.file).isFile())
-    return fail(QFileInfo::exists(s.file) ? QStringLiteral("%1: is not a regular file (a folder, device, FIFO or socket)").arg(s.file)
-                                          : QStringLiteral("%1: no such file").arg(s.file));
+  for (const QString& f : {s.source == u"file" ? s.file : QString(), s.modelFile})
+    if (!f.isEmpty() && !QFileInfo(f).isFile())
+      return fail(QFileInfo::exists(f) ? QStringLiteral("%1: is not a regular file (a folder, device, FIFO or socket)").arg(f)
+                                       : QStringLiteral("%1: no such file").arg(f));
 
   m_formats->selectFormat(s.format);
   m_formats->setCompareSpecs(s.compare);
@@ -416,6 +454,15 @@ bool MainWindow::applySettings(const ViewSettings& s, QString* error) {
     m_pendingTensor = s.tensor;
     m_loader->listFile(s.file);
   }
+  m_error->setErrorMode(s.errorMode == u"relative" ? ErrorPanel::ErrorMode::Relative : ErrorPanel::ErrorMode::Absolute);
+  m_error->setLogCounts(s.logCounts);
+  m_error->setGridGroup(s.gridGroup == u"median" ? qs::GridGroup::Median : qs::GridGroup::Largest);
+  m_error->setValueBins(s.bins);
+  static const QStringList orders = {QStringLiteral("file"), QStringLiteral("name"), QStringLiteral("size"), QStringLiteral("worst")};
+  static const QStringList colours = {QStringLiteral("auto"), QStringLiteral("full"), QStringLiteral("fixed")};
+  m_heatmap->setOrder(SqnrHeatmap::Order(std::max<qsizetype>(0, orders.indexOf(s.modelOrder))));
+  m_heatmap->setColorRange(SqnrHeatmap::ColorRange(std::max<qsizetype>(0, colours.indexOf(s.modelColours))), s.modelLo, s.modelHi);
+  if (!s.modelFile.isEmpty()) analyseFile(s.modelFile);
   m_tabs->setCurrentIndex(kTabNames.indexOf(s.tab));
   showDemo(s);
   return true;

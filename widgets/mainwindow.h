@@ -77,6 +77,9 @@ public slots:
   void exportPlot();  // the current tab's main plot, by file dialog
   void exportReportInteractive();
   void openFileDialog();
+  // The Model tab: every tensor of `path` under the Setup dock's schemes (false, with the reason shown,
+  // when a scheme row is invalid).
+  bool analyseFile(const QString& path);
 
 signals:
   void tensorLoaded(const TensorData& data);
@@ -120,6 +123,7 @@ private:
   DataLoader* m_loader = nullptr;
   TensorData m_tensor;
   QString m_pendingFile, m_pendingTensor;  // applySettings with a file source waits for its listing
+  QList<SchemeSetting> m_heatmapSchemes;   // the scheme rows the Model tab's map was computed with
   QStringList m_recent;
   QString m_lastError;
   QString m_demoPreset;

@@ -10,8 +10,12 @@
 #include "errortext.h"
 #include "plotexport.h"
 
+#include <QComboBox>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QEventLoop>
+#include <QSignalBlocker>
+#include <QSpinBox>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -31,6 +35,8 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <map>
+#include <numeric>
 
 #include "io/tensor_file.h"
 #include "quant/analyze.h"
@@ -49,6 +55,19 @@ QCPColorGradient sqnrGradient() {
   g.setNanHandling(QCPColorGradient::nhNanColor);
   g.setNanColor(QColor(228, 228, 228));
   return g;
+}
+
+// Exact cells (SQNR ∞: every value representable, e.g. a bias under a per-channel scheme) are not a
+// point on the scale: they get a colour of their own, outside the red-green gradient.
+const QColor kInfinityColor(69, 117, 180);
+
+// The p-th percentile (0..1) of sorted values, linear between neighbours.
+double percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return std::nan("");
+  const double at = p * double(sorted.size() - 1);
+  const std::size_t i = std::size_t(at);
+  if (i + 1 >= sorted.size()) return sorted.back();
+  return sorted[i] + (at - double(i)) * (sorted[i + 1] - sorted[i]);
 }
 
 QString schemeLabel(const qs::Scheme& s) {
@@ -144,15 +163,88 @@ void SqnrHeatmap::buildUi() {
   m_status->setMaximumLines(3);
   m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
+  m_analyseButton = new QPushButton(QStringLiteral("Analyse a file…"));
+  m_analyseButton->setObjectName(QStringLiteral("analyseButton"));
+  m_analyseButton->setToolTip(QStringLiteral("Choose a model file (.safetensors, sharded index, .gguf, .pt, .onnx, .npz, "
+                                             ".npy) and compute every tensor under the schemes of the Setup dock"));
+  m_rerunButton = new QPushButton(QStringLiteral("Re-run with current schemes"));
+  m_rerunButton->setObjectName(QStringLiteral("rerunButton"));
+  m_rerunButton->setVisible(false);
+  m_staleLabel = new ElidedLabel;
+  m_staleLabel->setObjectName(QStringLiteral("staleLabel"));
+  m_staleLabel->setWordWrap(true);
+  m_staleLabel->setMaximumLines(2);
+  m_staleLabel->setStyleSheet(QStringLiteral("color: #b35c00;"));
+  m_staleLabel->setVisible(false);
+
+  m_orderBox = new QComboBox;
+  m_orderBox->setObjectName(QStringLiteral("orderBox"));
+  m_orderBox->addItems({QStringLiteral("file order"), QStringLiteral("name"), QStringLiteral("size (largest first)"),
+                        QStringLiteral("worst SQNR first")});
+  m_rangeBox = new QComboBox;
+  m_rangeBox->setObjectName(QStringLiteral("rangeBox"));
+  m_rangeBox->addItems({QStringLiteral("auto (2–98th percentile)"), QStringLiteral("full range"), QStringLiteral("fixed")});
+  m_rangeBox->setToolTip(QStringLiteral("Colour scale of the finite SQNRs. Auto leaves out the extremes (a bias at 180 dB "
+                                        "would make every other cell the same colour); cells beyond take the end colours. "
+                                        "Exact cells (∞ dB) are blue, outside the scale."));
+  m_loSpin = new QDoubleSpinBox;
+  m_hiSpin = new QDoubleSpinBox;
+  for (QDoubleSpinBox* b : {m_loSpin, m_hiSpin}) {
+    b->setRange(-100, 400);
+    b->setDecimals(1);
+    b->setSuffix(QStringLiteral(" dB"));
+    b->setEnabled(false);
+  }
+  m_loSpin->setObjectName(QStringLiteral("rangeLo"));
+  m_hiSpin->setObjectName(QStringLiteral("rangeHi"));
+  m_hiSpin->setValue(60);
+  m_nameWidthSpin = new QSpinBox;
+  m_nameWidthSpin->setObjectName(QStringLiteral("nameWidth"));
+  m_nameWidthSpin->setRange(60, 900);
+  m_nameWidthSpin->setSingleStep(20);
+  m_nameWidthSpin->setSuffix(QStringLiteral(" px"));
+  m_nameWidthSpin->setValue(m_nameWidth);
+  m_nameWidthSpin->setToolTip(QStringLiteral("Width of the tensor names; longer names keep their end"));
+
   auto* bar = new QHBoxLayout;
+  bar->addWidget(m_analyseButton);
   bar->addWidget(m_status, 1);
   bar->addWidget(m_progress);
   bar->addWidget(m_cancelButton);
   bar->addWidget(m_exportButton);
+  auto* staleRow = new QHBoxLayout;
+  staleRow->addWidget(m_staleLabel, 1);
+  staleRow->addWidget(m_rerunButton);
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(new QLabel(QStringLiteral("Order:")));
+  controls->addWidget(m_orderBox);
+  controls->addSpacing(12);
+  controls->addWidget(new QLabel(QStringLiteral("Names:")));
+  controls->addWidget(m_nameWidthSpin);
+  controls->addSpacing(12);
+  controls->addWidget(new QLabel(QStringLiteral("Colours:")));
+  controls->addWidget(m_rangeBox);
+  controls->addWidget(m_loSpin);
+  controls->addWidget(new QLabel(QStringLiteral("to")));
+  controls->addWidget(m_hiSpin);
+  controls->addStretch(1);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(8, 6, 8, 4);
   layout->addLayout(bar);
+  layout->addLayout(staleRow);
+  layout->addLayout(controls);
   layout->addWidget(m_plot, 1);
+
+  connect(m_analyseButton, &QPushButton::clicked, this, &SqnrHeatmap::openRequested);
+  connect(m_rerunButton, &QPushButton::clicked, this, &SqnrHeatmap::rerunRequested);
+  connect(m_orderBox, &QComboBox::currentIndexChanged, this, [this](int i) { setOrder(Order(i)); });
+  connect(m_nameWidthSpin, &QSpinBox::valueChanged, this, &SqnrHeatmap::setNameWidth);
+  const auto rangeChanged = [this] {
+    setColorRange(ColorRange(m_rangeBox->currentIndex()), m_loSpin->value(), m_hiSpin->value());
+  };
+  connect(m_rangeBox, &QComboBox::currentIndexChanged, this, rangeChanged);
+  connect(m_loSpin, &QDoubleSpinBox::valueChanged, this, rangeChanged);
+  connect(m_hiSpin, &QDoubleSpinBox::valueChanged, this, rangeChanged);
 
   connect(m_cancelButton, &QPushButton::clicked, this, &SqnrHeatmap::cancel);
   connect(m_plot, &QCustomPlot::mouseMove, this, &SqnrHeatmap::showTip);
@@ -162,6 +254,79 @@ void SqnrHeatmap::buildUi() {
     const QPoint c = cellAt(e->pos());
     if (c.x() >= 0) emit tensorActivated(m_path, m_tensors[c.y()], c.x());
   });
+}
+
+void SqnrHeatmap::setStale(bool stale) {
+  m_stale = stale && !m_path.isEmpty();
+  m_staleLabel->setText(m_stale ? QStringLiteral("These are the schemes of this map's run (%1); the Setup dock now lists "
+                                                 "others. A click opens the tensor under the map's schemes.")
+                                      .arg(m_schemeNames.join(QStringLiteral(", ")))
+                                : QString());
+  m_staleLabel->setVisible(m_stale);
+  m_rerunButton->setVisible(m_stale);
+}
+
+int SqnrHeatmap::displayRow(int tensor) const { return m_rowOf.value(tensor, tensor); }
+
+void SqnrHeatmap::setOrder(Order order) {
+  m_orderBy = order;
+  if (m_orderBox->currentIndex() != int(order)) {
+    const QSignalBlocker block(m_orderBox);
+    m_orderBox->setCurrentIndex(int(order));
+  }
+  applyOrder();
+  updateTickStride();
+  updateLabels();
+}
+
+void SqnrHeatmap::applyOrder() {
+  const int ny = int(m_tensors.size()), nx = int(m_schemeNames.size());
+  m_order.resize(ny);
+  std::iota(m_order.begin(), m_order.end(), 0);
+  const auto worst = [&](int t) {
+    double w = INFINITY;
+    for (int s = 0; s < nx && std::size_t(t * nx + s) < m_cells.size(); ++s)
+      if (const Cell& c = m_cells[std::size_t(t * nx + s)]; c.computed && !std::isnan(c.sqnr_db)) w = std::min(w, c.sqnr_db);
+    return w;
+  };
+  switch (m_orderBy) {
+    case Order::File: break;
+    case Order::Name:
+      std::stable_sort(m_order.begin(), m_order.end(), [&](int a, int b) { return m_tensors[a] < m_tensors[b]; });
+      break;
+    case Order::Size:
+      std::stable_sort(m_order.begin(), m_order.end(), [&](int a, int b) { return m_numel.value(a) > m_numel.value(b); });
+      break;
+    case Order::WorstSqnr:
+      std::stable_sort(m_order.begin(), m_order.end(), [&](int a, int b) { return worst(a) < worst(b); });
+      break;
+  }
+  m_rowOf.resize(ny);
+  for (int r = 0; r < ny; ++r) m_rowOf[m_order[r]] = r;
+}
+
+void SqnrHeatmap::setColorRange(ColorRange mode, double lo, double hi) {
+  m_rangeMode = mode;
+  if (mode == ColorRange::Fixed) m_fixedLo = lo, m_fixedHi = hi;
+  if (m_rangeBox->currentIndex() != int(mode)) {
+    const QSignalBlocker block(m_rangeBox);
+    m_rangeBox->setCurrentIndex(int(mode));
+  }
+  m_loSpin->setEnabled(mode == ColorRange::Fixed);
+  m_hiSpin->setEnabled(mode == ColorRange::Fixed);
+  updateLabels();
+}
+
+QPair<double, double> SqnrHeatmap::colorRange() const { return {m_lo, m_hi}; }
+
+void SqnrHeatmap::setNameWidth(int px) {
+  m_nameWidth = std::clamp(px, 60, 900);
+  if (m_nameWidthSpin->value() != m_nameWidth) {
+    const QSignalBlocker block(m_nameWidthSpin);
+    m_nameWidthSpin->setValue(m_nameWidth);
+  }
+  updateTickStride();
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void SqnrHeatmap::setStatus(const QString& text, bool error) {
@@ -195,8 +360,14 @@ void SqnrHeatmap::start(const QString& path, const std::vector<qs::Scheme>& sche
   for (const qs::Scheme& s : schemes) m_schemeNames << schemeLabel(s);
   m_tensors.clear();
   m_shapes.clear();
+  m_numel.clear();
+  m_order.clear();
+  m_rowOf.clear();
   m_cells.clear();
+  m_skipped = 0;
+  m_skippedText.clear();
   m_cancelled = false;
+  setStale(false);
   rebuildAxes();
   m_shared = std::make_shared<Shared>();
   m_progress->setRange(0, 1);
@@ -218,17 +389,36 @@ void SqnrHeatmap::start(const QString& path, const std::vector<qs::Scheme>& sche
       const auto& ts = file->tensors();
       std::vector<int> rowOf(ts.size(), -1);
       QStringList names, shapes;
+      QVector<qint64> numel;
+      std::map<std::string, int> notFloat;  // what analyze_file skips, by reason
+      int tiny = 0;
       for (std::size_t i = 0; i < ts.size(); ++i) {
-        if (!qs::dtype_is_float(ts[i].dtype) || ts[i].numel() < 2) continue;  // what analyze_file skips
+        if (!qs::dtype_is_float(ts[i].dtype)) {
+          ++notFloat[qs::to_string(ts[i].dtype)];
+          continue;
+        }
+        if (ts[i].numel() < 2) {
+          ++tiny;
+          continue;
+        }
         rowOf[i] = int(names.size());
         names << QString::fromStdString(ts[i].name);
         shapes << QString::fromStdString(qs::shape_string(ts[i].shape));
+        numel << qint64(ts[i].numel());
       }
+      int skipped = tiny;
+      QStringList reasons, types;
+      for (const auto& [type, n] : notFloat) skipped += n, types << QStringLiteral("%1 %2").arg(n).arg(QString::fromLatin1(type));
+      if (!types.isEmpty()) reasons << QStringLiteral("not floating point (%1)").arg(types.join(QStringLiteral(", ")));
+      if (tiny) reasons << QStringLiteral("%1 with fewer than 2 values").arg(tiny);
       {
         QMutexLocker lock(&shared->mutex);
         shared->opened = true;
         shared->tensors = names;
         shared->shapes = shapes;
+        shared->numel = numel;
+        shared->skipped = skipped;
+        shared->skippedText = reasons.join(QStringLiteral("; "));
       }
       poke();
       promise.setProgressRange(0, int(ts.size()));
@@ -298,10 +488,14 @@ void SqnrHeatmap::flush() {
     if (opened && m_tensors.isEmpty() && !m_shared->tensors.isEmpty()) {
       m_tensors = m_shared->tensors;
       m_shapes = m_shared->shapes;
+      m_numel = m_shared->numel;
     }
+    m_skipped = m_shared->skipped;
+    m_skippedText = m_shared->skippedText;
   }
   if (opened && m_cells.size() != std::size_t(m_tensors.size() * m_schemeNames.size())) {
     m_cells.assign(std::size_t(m_tensors.size() * m_schemeNames.size()), Cell{});
+    applyOrder();
     rebuildAxes();
   }
   for (const auto& [index, c] : fresh)
@@ -330,13 +524,20 @@ void SqnrHeatmap::onFinished() {
     setStatus(message, true);
     emit failed(message);
   } else {
-    setStatus(m_cancelled ? QStringLiteral("%1: cancelled after %2 of %3 cells").arg(name).arg(done).arg(m_cells.size())
-                          : QStringLiteral("%1: %2 tensors × %3 schemes%4. Click a cell to open the tensor.")
+    const QString skipped = m_skipped ? QStringLiteral(" %1 of the file's %2 tensors not shown: %3.")
+                                            .arg(m_skipped)
+                                            .arg(m_skipped + m_tensors.size())
+                                            .arg(m_skippedText)
+                                      : QString();
+    setStatus(m_cancelled ? QStringLiteral("%1: cancelled after %2 of %3 cells.%4").arg(name).arg(done).arg(m_cells.size()).arg(skipped)
+                          : QStringLiteral("%1: %2 tensors × %3 schemes%4.%5 Click a cell to open the tensor.")
                                 .arg(name)
                                 .arg(m_tensors.size())
                                 .arg(m_schemeNames.size())
                                 .arg(done < m_cells.size() ? QStringLiteral(" (%1 cells not applicable)").arg(m_cells.size() - done)
-                                                           : QString()));
+                                                           : QString())
+                                .arg(skipped));
+    if (m_orderBy == Order::WorstSqnr) setOrder(m_orderBy);  // rows settle once every SQNR is known
     emit analysisFinished(m_path, m_cancelled);
   }
   if (m_hasPending) {
@@ -362,47 +563,79 @@ void SqnrHeatmap::rebuildAxes() {
   updateLabels();
 }
 
-// Tensor names on the left, thinned to every k-th when they would overlap; long names elided.
+// Tensor names on the left, thinned to every k-th when they would overlap; long names keep their end
+// (the part that tells "model.layers.17.self_attn.q_proj.weight" from its neighbours).
 void SqnrHeatmap::updateTickStride() {
   const int ny = int(m_tensors.size());
   auto yt = QSharedPointer<QCPAxisTickerText>::create();
   const QFontMetrics fm(m_plot->yAxis->tickLabelFont());
   const int height = std::max(50, m_plot->axisRect()->height() > 0 ? m_plot->axisRect()->height() : m_plot->height() - 120);
   const int stride = std::max(1, int(std::ceil(double(ny) * (fm.height() + 1) / double(height))));
-  for (int i = 0; i < ny; i += stride) yt->addTick(i, fm.elidedText(m_tensors[i], Qt::ElideMiddle, 240));
+  for (int r = 0; r < ny; r += stride) {
+    const int t = m_order.value(r, r);
+    yt->addTick(r, fm.elidedText(m_tensors[t], Qt::ElideLeft, m_nameWidth));
+  }
   m_plot->yAxis->setTicker(yt);
   m_plot->yAxis->setLabel(stride > 1 ? QStringLiteral("tensor (every %1th named)").arg(stride) : QStringLiteral("tensor"));
 }
 
 void SqnrHeatmap::updateLabels() {
   const int nx = int(m_schemeNames.size()), ny = int(m_tensors.size());
-  double lo = INFINITY, hi = -INFINITY;
+  std::vector<double> finite;
   for (const Cell& c : m_cells)
-    if (c.computed && std::isfinite(c.sqnr_db)) lo = std::min(lo, c.sqnr_db), hi = std::max(hi, c.sqnr_db);
-  if (!(hi >= lo)) lo = 0, hi = 60;
+    if (c.computed && std::isfinite(c.sqnr_db)) finite.push_back(c.sqnr_db);
+  std::sort(finite.begin(), finite.end());
+  double lo = 0, hi = 60;
+  if (m_rangeMode == ColorRange::Fixed) {
+    lo = m_fixedLo, hi = m_fixedHi;
+  } else if (!finite.empty()) {
+    const bool robust = m_rangeMode == ColorRange::Auto && finite.size() >= 10;
+    lo = robust ? percentile(finite, 0.02) : finite.front();
+    hi = robust ? percentile(finite, 0.98) : finite.back();
+  }
+  if (!(hi >= lo)) std::swap(lo, hi);
   if (hi - lo < 1) lo -= 0.5, hi += 0.5;
+  m_lo = lo, m_hi = hi;
+  if (m_rangeMode != ColorRange::Fixed) {  // the spin boxes show the range in use, ready to be fixed
+    const QSignalBlocker b1(m_loSpin), b2(m_hiSpin);
+    m_loSpin->setValue(lo);
+    m_hiSpin->setValue(hi);
+  }
   m_plot->clearItems();
   // Numbers in the cells while they fit (a handful of schemes, a few dozen tensors).
   const bool numbers = nx * ny > 0 && nx * ny <= 600 && m_plot->axisRect()->height() / std::max(ny, 1) >= 13;
-  for (int t = 0; t < ny; ++t)
+  for (int r = 0; r < ny; ++r)
     for (int s = 0; s < nx; ++s) {
+      const int t = m_order.value(r, r);
       const Cell& c = m_cells.empty() ? Cell{} : m_cells[std::size_t(t * nx + s)];
-      // Exact (∞ dB) cells take the top colour; cells without a result stay NaN (grey).
-      const double v = !c.computed ? std::nan("") : std::isinf(c.sqnr_db) ? hi : c.sqnr_db;
-      m_map->data()->setCell(s, t, v);
-      if (nx == 1) m_map->data()->setCell(1, t, v);
+      const bool exact = c.computed && std::isinf(c.sqnr_db) && c.sqnr_db > 0;
+      // Cells without a result stay NaN (grey); exact cells are drawn over in their own colour.
+      const double v = !c.computed || exact ? std::nan("") : c.sqnr_db;
+      m_map->data()->setCell(s, r, v);
+      if (nx == 1) m_map->data()->setCell(1, r, v);
       if (ny == 1) m_map->data()->setCell(s, 1, v);
+      if (exact) {
+        auto* box = new QCPItemRect(m_plot);
+        box->setClipToAxisRect(true);
+        box->topLeft->setCoords(s - 0.5, r - 0.5);
+        box->bottomRight->setCoords(s + 0.5, r + 0.5);
+        box->setPen(Qt::NoPen);
+        box->setBrush(kInfinityColor);
+      }
       if (!numbers || !c.computed) continue;
       auto* text = new QCPItemText(m_plot);
       text->setClipToAxisRect(true);
       text->position->setType(QCPItemPosition::ptPlotCoords);
-      text->position->setCoords(s, t);
-      text->setText(std::isinf(c.sqnr_db) ? QStringLiteral("∞") : QString::number(c.sqnr_db, 'f', 1));
+      text->position->setCoords(s, r);
+      text->setText(exact ? QStringLiteral("∞") : QString::number(c.sqnr_db, 'f', 1));
       text->setFont(QFont(font().family(), 8));
-      const double f = std::clamp((v - lo) / (hi - lo), 0.0, 1.0);
-      text->setColor(f < 0.18 || f > 0.9 ? Qt::white : QColor(30, 30, 30));
+      const double f = std::clamp((c.sqnr_db - lo) / (hi - lo), 0.0, 1.0);
+      text->setColor(exact || f < 0.18 || f > 0.9 ? Qt::white : QColor(30, 30, 30));
     }
   m_map->setDataRange(QCPRange(lo, hi));
+  const bool clipped = !finite.empty() && (finite.front() < lo || finite.back() > hi);
+  m_scale->axis()->setLabel(clipped ? QStringLiteral("SQNR (dB), ends clipped · blue: exact (∞)")
+                                    : QStringLiteral("SQNR (dB) · blue: exact (∞)"));
   m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -418,13 +651,14 @@ void SqnrHeatmap::resizeEvent(QResizeEvent* event) {
 QPoint SqnrHeatmap::cellAt(const QPoint& pixel) const {
   if (!m_plot->axisRect()->rect().contains(pixel)) return {-1, -1};
   const int s = int(std::lround(m_plot->xAxis->pixelToCoord(pixel.x())));
-  const int t = int(std::lround(m_plot->yAxis->pixelToCoord(pixel.y())));
-  if (s < 0 || s >= m_schemeNames.size() || t < 0 || t >= m_tensors.size()) return {-1, -1};
-  return {s, t};
+  const int r = int(std::lround(m_plot->yAxis->pixelToCoord(pixel.y())));
+  if (s < 0 || s >= m_schemeNames.size() || r < 0 || r >= m_tensors.size()) return {-1, -1};
+  return {s, m_order.value(r, r)};
 }
 
 QPoint SqnrHeatmap::cellCenter(int tensor, int scheme) const {
-  return QPoint(int(std::lround(m_plot->xAxis->coordToPixel(scheme))), int(std::lround(m_plot->yAxis->coordToPixel(tensor))));
+  return QPoint(int(std::lround(m_plot->xAxis->coordToPixel(scheme))),
+                int(std::lround(m_plot->yAxis->coordToPixel(displayRow(tensor)))));
 }
 
 void SqnrHeatmap::showTip(QMouseEvent* event) {

@@ -28,6 +28,9 @@ class ElidedLabel;
 class QProgressBar;
 class QPushButton;
 class QToolButton;
+class QComboBox;
+class QSpinBox;
+class QDoubleSpinBox;
 
 class SqnrHeatmap : public QWidget {
   Q_OBJECT
@@ -49,7 +52,33 @@ public:
   bool waitForFinished(int ms);  // runs the event loop; false on timeout
 
   QString filePath() const { return m_path; }
-  QStringList tensorNames() const { return m_tensors; }  // the rows: float tensors with >= 2 elements
+  QStringList tensorNames() const { return m_tensors; }  // float tensors with >= 2 elements, in file order
+  // Tensors of the file left out of the map, and why ("300 integer or bool (int64), 13 with fewer than 2 values").
+  int skippedCount() const { return m_skipped; }
+  QString skippedText() const { return m_skippedText; }
+
+  // Row order on screen: the file's, by name, by size (largest first), or worst SQNR first (the lowest
+  // SQNR of the row over the schemes). Cell and tensor indices in this API stay in file order.
+  enum class Order { File, Name, Size, WorstSqnr };
+  void setOrder(Order order);
+  Order order() const { return m_orderBy; }
+  int displayRow(int tensor) const;  // where a tensor is drawn, top = 0
+
+  // The colour scale: Auto spans the 2nd to 98th percentile of the finite SQNRs (cells beyond take the
+  // end colours; exact ∞ cells have a colour of their own, never the scale's); Full spans min..max;
+  // Fixed uses setColorRange's bounds.
+  enum class ColorRange { Auto, Full, Fixed };
+  void setColorRange(ColorRange mode, double lo = 0, double hi = 60);
+  QPair<double, double> colorRange() const;  // the dB range in use
+  ColorRange colorRangeMode() const { return m_rangeMode; }
+  // Width of the tensor-name column in pixels; names longer than it keep their end (the distinguishing
+  // suffix: ".q_proj.weight") and the tooltip has the whole name.
+  void setNameWidth(int px);
+
+  // Stale: the schemes listed in the Setup dock are no longer the ones the map was computed with. The
+  // map says so, offers Re-run, and a click still opens the tensor under the map's own schemes.
+  void setStale(bool stale);
+  bool isStale() const { return m_stale; }
   QStringList schemeNames() const { return m_schemeNames; }
   const Cell& cell(int tensor, int scheme) const;  // an empty Cell outside the map
   QString statusText() const;
@@ -77,6 +106,8 @@ signals:
   void analysisFinished(const QString& path, bool cancelled);
   void failed(const QString& message);  // "cannot analyse FILE: REASON"
   void tensorActivated(const QString& filePath, const QString& tensorName, int schemeIndex);
+  void openRequested();   // "Analyse a file…": the window asks for a file and analyses it
+  void rerunRequested();  // "Re-run": the same file under the current schemes
 
 protected:
   void resizeEvent(QResizeEvent* event) override;
@@ -86,6 +117,9 @@ private:
     QMutex mutex;
     bool opened = false;
     QStringList tensors, shapes;
+    QVector<qint64> numel;
+    int skipped = 0;
+    QString skippedText;
     std::vector<std::pair<int, Cell>> pending;  // (tensor * schemes + scheme, cell)
     QString error;
   };
@@ -99,6 +133,8 @@ private:
   void updateTickStride();
   void showTip(QMouseEvent* event);
   void setStatus(const QString& text, bool error = false);
+  void applyOrder();
+  void drawInfinityCells(double lo, double hi);
 
   QCustomPlot* m_plot = nullptr;
   QCPColorMap* m_map = nullptr;
@@ -107,6 +143,14 @@ private:
   QPushButton* m_cancelButton = nullptr;
   QToolButton* m_exportButton = nullptr;
   ElidedLabel* m_status = nullptr;
+  ElidedLabel* m_staleLabel = nullptr;
+  QPushButton* m_analyseButton = nullptr;
+  QPushButton* m_rerunButton = nullptr;
+  QComboBox* m_orderBox = nullptr;
+  QComboBox* m_rangeBox = nullptr;
+  QDoubleSpinBox* m_loSpin = nullptr;
+  QDoubleSpinBox* m_hiSpin = nullptr;
+  QSpinBox* m_nameWidthSpin = nullptr;
 
   QFutureWatcher<void> m_watcher;
   std::shared_ptr<Shared> m_shared;
@@ -115,6 +159,15 @@ private:
   bool m_cancelled = false;
   QString m_path;
   QStringList m_tensors, m_shapes, m_schemeNames;
+  QVector<qint64> m_numel;
+  QVector<int> m_order, m_rowOf;  // display row -> tensor, tensor -> display row
+  Order m_orderBy = Order::File;
+  ColorRange m_rangeMode = ColorRange::Auto;
+  double m_fixedLo = 0, m_fixedHi = 60, m_lo = 0, m_hi = 60;
+  int m_nameWidth = 240;
+  int m_skipped = 0;
+  QString m_skippedText;
+  bool m_stale = false;
   std::vector<Cell> m_cells;  // tensors x schemes, row-major by tensor
   QString m_pendingPath;
   std::vector<qs::Scheme> m_pendingSchemes;

@@ -7,6 +7,7 @@
 #include <QFormLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLocale>
 #include <QLineEdit>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -143,6 +144,16 @@ bool ValueInspector::setValueText(const QString& text) {
   refresh();
   emit valueChanged(v);
   return true;
+}
+
+QString ValueInspector::valueText() const {
+  // The field while it holds the value shown (a half-typed entry does not); else the shortest decimal
+  // that reads back to the same double.
+  double v = 0;
+  const QString typed = m_input->text().trimmed();
+  if (parseValue(typed, &v) && (v == m_value || (std::isnan(v) && std::isnan(m_value)))) return typed;
+  if (typed.toLower() == u"nan" && std::isnan(m_value)) return typed;
+  return QString::number(m_value, 'g', QLocale::FloatingPointShortest);
 }
 
 QString ValueInspector::neighboursText() const { return m_neighbours->text(); }

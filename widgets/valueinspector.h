@@ -22,6 +22,7 @@ public:
   // Accepts decimal and C99 hex floats, "inf", "-inf", "nan". Returns false (and shows why) otherwise.
   bool setValueText(const QString& text);
   double value() const { return m_value; }
+  QString valueText() const;  // as typed (it parses back to value() exactly)
 
   // What is shown, for tests and scripts: the nearest/saturate code, its bit string grouped as
   // "S EEEE MMM" (int formats: the two's-complement bits), and the mode table.

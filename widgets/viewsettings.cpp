@@ -45,6 +45,16 @@ QJsonObject ViewSettings::toJson() const {
                 {QStringLiteral("data"), data},
                 {QStringLiteral("schemes"), schemeArray},
                 {QStringLiteral("rounding_seed"), double(seed)}};
+  o.insert(QStringLiteral("error_view"), QJsonObject{{QStringLiteral("mode"), errorMode},
+                                                     {QStringLiteral("log_counts"), logCounts},
+                                                     {QStringLiteral("grid"), gridGroup},
+                                                     {QStringLiteral("bins"), bins}});
+  if (!modelFile.isEmpty())
+    o.insert(QStringLiteral("model"), QJsonObject{{QStringLiteral("file"), modelFile},
+                                                  {QStringLiteral("order"), modelOrder},
+                                                  {QStringLiteral("colours"), modelColours},
+                                                  {QStringLiteral("lo"), modelLo},
+                                                  {QStringLiteral("hi"), modelHi}});
   o.insert(QStringLiteral("quantscope_version"), QStringLiteral(QS_VERSION));  // which build wrote it (not read back)
   if (!preset.isEmpty()) o.insert(QStringLiteral("preset"), preset);
   if (!title.isEmpty()) o.insert(QStringLiteral("title"), title);
@@ -167,6 +177,37 @@ bool ViewSettings::fromJson(const QJsonObject& o, ViewSettings* out, QString* er
         return fail(QStringLiteral("scheme %1: ").arg(i) + why);
       s.schemes << sc;
     }
+  }
+  if (o.contains(QStringLiteral("error_view"))) {
+    if (!o.value(QStringLiteral("error_view")).isObject()) return fail(QStringLiteral("'error_view' must be an object"));
+    const QJsonObject e = o.value(QStringLiteral("error_view")).toObject();
+    double bins = s.bins;
+    if (!readString(e, "mode", &s.errorMode, &why) || !readString(e, "grid", &s.gridGroup, &why) ||
+        !readNumber(e, "bins", 16, 4096, &bins, &why))
+      return fail(QStringLiteral("error_view: ") + why);
+    s.bins = int(bins);
+    if (s.errorMode != u"absolute" && s.errorMode != u"relative")
+      return fail(QStringLiteral("error_view: 'mode' must be absolute or relative"));
+    if (s.gridGroup != u"largest" && s.gridGroup != u"median")
+      return fail(QStringLiteral("error_view: 'grid' must be largest or median"));
+    if (e.contains(QStringLiteral("log_counts"))) {
+      if (!e.value(QStringLiteral("log_counts")).isBool()) return fail(QStringLiteral("error_view: 'log_counts' must be true or false"));
+      s.logCounts = e.value(QStringLiteral("log_counts")).toBool();
+    }
+  }
+  if (o.contains(QStringLiteral("model"))) {
+    if (!o.value(QStringLiteral("model")).isObject()) return fail(QStringLiteral("'model' must be an object"));
+    const QJsonObject m = o.value(QStringLiteral("model")).toObject();
+    if (!readString(m, "file", &s.modelFile, &why) || !readString(m, "order", &s.modelOrder, &why) ||
+        !readString(m, "colours", &s.modelColours, &why) || !readNumber(m, "lo", -1000, 1000, &s.modelLo, &why) ||
+        !readNumber(m, "hi", -1000, 1000, &s.modelHi, &why))
+      return fail(QStringLiteral("model: ") + why);
+    static const QStringList orders = {QStringLiteral("file"), QStringLiteral("name"), QStringLiteral("size"), QStringLiteral("worst")};
+    static const QStringList colours = {QStringLiteral("auto"), QStringLiteral("full"), QStringLiteral("fixed")};
+    if (!orders.contains(s.modelOrder)) return fail(QStringLiteral("model: 'order' must be one of %1").arg(orders.join(QStringLiteral(", "))));
+    if (!colours.contains(s.modelColours))
+      return fail(QStringLiteral("model: 'colours' must be one of %1").arg(colours.join(QStringLiteral(", "))));
+    if (s.modelColours == u"fixed" && !(s.modelHi > s.modelLo)) return fail(QStringLiteral("model: 'hi' must be above 'lo'"));
   }
   std::vector<qs::Scheme> parsed;
   if (!s.parseSchemes(&parsed, &why)) return fail(why);

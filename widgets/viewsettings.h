@@ -47,6 +47,16 @@ struct ViewSettings {
   // Schemes compared in the Error tab (and the Model heatmap)
   QList<SchemeSetting> schemes = {SchemeSetting{}, SchemeSetting{QStringLiteral("int8"), QStringLiteral("tensor")}};
   quint64 seed = 0;  // stochastic rounding
+  // Error tab view options
+  QString errorMode = QStringLiteral("absolute");  // absolute | relative
+  bool logCounts = false;
+  QString gridGroup = QStringLiteral("largest");   // largest | median
+  int bins = 512;                                   // value histogram bins, 16..4096
+  // Model tab: the file whose heatmap is shown (analysed again on load), its row order and colour scale
+  QString modelFile;
+  QString modelOrder = QStringLiteral("file");      // file | name | size | worst
+  QString modelColours = QStringLiteral("auto");    // auto | full | fixed
+  double modelLo = 0, modelHi = 60;                 // dB, for fixed
   // Demo presets: what the explanation panel shows
   QString preset, title, explanation;
 
