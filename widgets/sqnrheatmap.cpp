@@ -61,6 +61,8 @@ QCPColorGradient sqnrGradient() {
 // point on the scale: they get a colour of their own, outside the red-green gradient.
 const QColor kInfinityColor(69, 117, 180);
 
+constexpr double kAutoCeilingDb = 80;
+
 // The p-th percentile (0..1) of sorted values, linear between neighbours.
 double percentile(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return std::nan("");
@@ -183,10 +185,10 @@ void SqnrHeatmap::buildUi() {
                         QStringLiteral("worst SQNR first")});
   m_rangeBox = new QComboBox;
   m_rangeBox->setObjectName(QStringLiteral("rangeBox"));
-  m_rangeBox->addItems({QStringLiteral("auto (2–98th percentile)"), QStringLiteral("full range"), QStringLiteral("fixed")});
-  m_rangeBox->setToolTip(QStringLiteral("Colour scale of the finite SQNRs. Auto leaves out the extremes (a bias at 180 dB "
-                                        "would make every other cell the same colour); cells beyond take the end colours. "
-                                        "Exact cells (∞ dB) are blue, outside the scale."));
+  m_rangeBox->addItems({QStringLiteral("auto"), QStringLiteral("full range"), QStringLiteral("fixed")});
+  m_rangeBox->setToolTip(QStringLiteral("Colour scale of the finite SQNRs. Auto spans the 2nd to 98th percentile, at most "
+                                        "up to 80 dB: a bias at 180 dB would make every other cell the same colour; cells "
+                                        "beyond take the end colours. Exact cells (∞ dB) are blue, outside the scale."));
   m_loSpin = new QDoubleSpinBox;
   m_hiSpin = new QDoubleSpinBox;
   for (QDoubleSpinBox* b : {m_loSpin, m_hiSpin}) {
@@ -592,6 +594,10 @@ void SqnrHeatmap::updateLabels() {
     const bool robust = m_rangeMode == ColorRange::Auto && finite.size() >= 10;
     lo = robust ? percentile(finite, 0.02) : finite.front();
     hi = robust ? percentile(finite, 0.98) : finite.back();
+    // Near-exact cells (a bias with one value per channel: 150-180 dB) say nothing about a scheme's
+    // quality and would squeeze every useful cell into one colour: auto stops at 80 dB, above what any
+    // 8-bit scheme reaches on real weights (the cells beyond take the top colour).
+    if (m_rangeMode == ColorRange::Auto && hi > kAutoCeilingDb && lo < kAutoCeilingDb - 10) hi = kAutoCeilingDb;
   }
   if (!(hi >= lo)) std::swap(lo, hi);
   if (hi - lo < 1) lo -= 0.5, hi += 0.5;
