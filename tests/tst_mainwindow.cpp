@@ -33,6 +33,8 @@
 #include "reportwriter.h"
 #include "schemelist.h"
 #include "setupdock.h"
+#include "trainingpanel.h"
+#include "trainingrun.h"
 #include "sqnrheatmap.h"
 #include "valueinspector.h"
 #include "viewsettings.h"
@@ -59,6 +61,8 @@ private slots:
   void badFileIsReported_data();
   void badFileIsReported();
   void reportWritesEveryFile();
+  void reportKeepsUserRuns();
+  void quitAsksWhileTraining();
   void reportIntoUnwritableFolder();
   void settingsPersist();
   void reportCancelLeavesNothing();
@@ -438,6 +442,77 @@ void TestMainWindow::reportWritesEveryFile() {
   QVERIFY(QDir(dir).entryList({QStringLiteral(".quantscope-report-*")}, QDir::Dirs | QDir::Hidden).isEmpty());
   // Writing again into the same folder replaces the files.
   QVERIFY2(w.exportReport(dir, &why), qPrintable(why));
+}
+
+// Issue 19 item 5: the report holds the user's own work: the runs trained in the Training tab (every plot
+// of it, from those runs; the synthetic flip-counts run only when there are none) and the Model heatmap.
+void TestMainWindow::reportKeepsUserRuns() {
+  const QString model = m_dir.filePath(QStringLiteral("report-model.npy"));
+  std::vector<float> x(32 * 8);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i % 7) * 0.3f - 1.0f;
+  qs::write_npy(model.toStdString(), qs::make_npy(qs::DType::F32, {32, 8}, x.data()));
+  MainWindow w;
+  w.setInteractive(false);
+  QVERIFY(w.waitForIdle(30000));
+  qs::TrainConfig cfg;
+  cfg.epochs = 1;
+  cfg.batch = 256;
+  cfg.seed = 42;
+  QVERIFY(w.trainingPanel()->startRun(cfg, true));
+  QTRY_VERIFY_WITH_TIMEOUT(!w.trainingPanel()->isRunning(), 120000);
+  QCOMPARE(w.trainingPanel()->runCount(), 1);
+  const std::size_t steps = w.trainingPanel()->run(0).steps.size();
+  QVERIFY(steps > 0);
+  QVERIFY(w.analyseFile(model));
+  QVERIFY(w.heatmap()->waitForFinished(30000));
+  const QString dir = m_dir.filePath(QStringLiteral("report-runs"));
+  QString why;
+  QVERIFY2(w.exportReport(dir, &why), qPrintable(why));
+  for (const char* stem : {"loss", "accuracy", "flip-counts", "bit-stalls", "code-usage", "sqnr-heatmap"})
+    for (const char* suffix : {"png", "csv"}) {
+      const QFileInfo fi(QDir(dir).filePath(QStringLiteral("%1.%2").arg(QLatin1String(stem), QLatin1String(suffix))));
+      QVERIFY2(fi.exists() && fi.size() > 20, qPrintable(fi.filePath()));
+    }
+  // The loss CSV is the user's run: as many step rows as it trained (the synthetic fallback has 2 x 256).
+  QFile loss(QDir(dir).filePath(QStringLiteral("loss.csv")));
+  QVERIFY(loss.open(QIODevice::ReadOnly));
+  const QList<QByteArray> lines = loss.readAll().trimmed().split('\n');
+  QCOMPARE(std::size_t(lines.size() - 1), steps);
+  QFile cells(QDir(dir).filePath(QStringLiteral("sqnr-heatmap.csv")));
+  QVERIFY(cells.open(QIODevice::ReadOnly));
+  QVERIFY(cells.readAll().contains("report-model.npy"));
+}
+
+// Quitting while something runs asks first; No keeps the window and the run (Ctrl+Q used to lose it).
+void TestMainWindow::quitAsksWhileTraining() {
+  MainWindow w;
+  w.setInteractive(false);
+  QVERIFY(w.waitForIdle(30000));
+  QStringList asked;
+  bool answer = false;
+  w.setCloseConfirmation([&](const QString& q) {
+    asked << q;
+    return answer;
+  });
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  QVERIFY(w.close());  // nothing runs: no question
+  QVERIFY(asked.isEmpty());
+  w.show();
+  qs::TrainConfig cfg;
+  cfg.epochs = 200;
+  cfg.batch = 64;
+  QVERIFY(w.trainingPanel()->startRun(cfg, true));
+  QVERIFY(w.trainingPanel()->isRunning());
+  QVERIFY(!w.close());
+  QVERIFY(w.isVisible());
+  QVERIFY(w.trainingPanel()->isRunning());
+  QCOMPARE(asked.size(), 1);
+  QVERIFY2(asked.front().startsWith(QStringLiteral("A training run is in progress")), qPrintable(asked.front()));
+  answer = true;
+  QVERIFY(w.close());
+  w.trainingPanel()->stop();
+  QTRY_VERIFY_WITH_TIMEOUT(!w.trainingPanel()->isRunning(), 60000);
 }
 
 void TestMainWindow::reportIntoUnwritableFolder() {

@@ -621,7 +621,30 @@ void MainWindow::savePersistent() {
   settings.setValue(QStringLiteral("view"), QJsonDocument(currentSettings().toJson()).toJson(QJsonDocument::Compact));
 }
 
+QString MainWindow::workInProgress() const {
+  QStringList busy;
+  if (m_training->isRunning()) busy << QStringLiteral("a training run");
+  if (m_heatmap->isRunning()) busy << QStringLiteral("a model analysis");
+  if (m_latency->isRunning()) busy << QStringLiteral("a latency sweep");
+  return busy.join(QStringLiteral(" and "));
+}
+
+bool MainWindow::mayClose() {
+  const QString busy = workInProgress();
+  if (busy.isEmpty()) return true;
+  const QString question = QStringLiteral("%1%2 is in progress and will be lost. Quit anyway?").arg(busy.left(1).toUpper(), busy.mid(1));
+  if (m_confirmClose) return m_confirmClose(question);
+  if (!m_interactive || !isVisible()) return true;  // scripted runs: nobody to ask
+  return QMessageBox::question(this, QStringLiteral("Quit QuantScope?"), question, QMessageBox::Yes | QMessageBox::No,
+                               QMessageBox::No) == QMessageBox::Yes;
+}
+
 void MainWindow::closeEvent(QCloseEvent* event) {
+  // Work in progress is not thrown away without asking (Ctrl+Q during training used to quit at once).
+  if (!mayClose()) {
+    event->ignore();
+    return;
+  }
   if (m_persistent) savePersistent();
   m_error->cancel();
   QMainWindow::closeEvent(event);

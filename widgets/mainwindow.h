@@ -4,6 +4,8 @@
 // Exercise: `quantscope`, `quantscope --preset outliers-int8`, tests/tst_mainwindow.cpp.
 #pragma once
 
+#include <functional>
+
 #include <QMainWindow>
 #include <QStringList>
 
@@ -71,6 +73,12 @@ public:
   // Message boxes for errors (off in tests and headless runs: errors then go to the log only).
   void setInteractive(bool on) { m_interactive = on; }
   QString lastError() const { return m_lastError; }
+  // What would be lost by quitting now ("a training run and a model analysis"; empty when nothing runs),
+  // and whether the window may close: asks the user (Yes/No, No by default) while something runs.
+  // Tests replace the question with a function of their own.
+  QString workInProgress() const;
+  bool mayClose();
+  void setCloseConfirmation(std::function<bool(const QString& question)> ask) { m_confirmClose = std::move(ask); }
 
 public slots:
   void setLogScale(bool on);
@@ -127,4 +135,5 @@ private:
   QStringList m_recent;
   QString m_lastError;
   QString m_demoPreset;
+  std::function<bool(const QString&)> m_confirmClose;
 };

@@ -14,6 +14,7 @@
 #include "latencypanel.h"
 #include "mainwindow.h"
 #include "plotexport.h"
+#include "sqnrheatmap.h"
 #include "trainingpanel.h"
 
 ReportWriter::ReportWriter(MainWindow* window) : m_window(window) {}
@@ -83,10 +84,22 @@ bool ReportWriter::writeInto(const QString& tmp, QString* error) {
 
   if (!m_window->errorPanel()->exportReport(tmp, error)) return false;
   emit message(QStringLiteral("report: error-histogram written"));
-  if (!stage(2, QStringLiteral("flip counts (a short training run)"))) return false;
+  // The Model tab's heatmap, when one was computed (finished: a running one is waited for).
+  SqnrHeatmap* heatmap = m_window->heatmap();
+  if (!heatmap->filePath().isEmpty()) {
+    heatmap->waitForFinished(-1);
+    if (!heatmap->tensorNames().isEmpty()) {
+      if (!heatmap->exportAll(tmp, QStringLiteral("sqnr-heatmap"), error)) return false;
+      emit message(QStringLiteral("report: sqnr-heatmap written"));
+    }
+  }
+  if (!stage(2, QStringLiteral("training figures"))) return false;
 
-  if (!m_window->trainingPanel()->writeFlipCountsReport(tmp, error)) return false;
-  emit message(QStringLiteral("report: flip-counts written"));
+  // The runs the user trained; a short synthetic run only when there are none.
+  bool usedRuns = false;
+  if (!m_window->trainingPanel()->writeReport(tmp, error, &usedRuns)) return false;
+  emit message(usedRuns ? QStringLiteral("report: the training tab's runs written")
+                        : QStringLiteral("report: flip-counts written (a short synthetic run: no run was trained)"));
   if (!stage(3, QStringLiteral("latency (a short GEMM sweep)"))) return false;
 
   // Latency: the rows already measured in the tab, or a short sweep (int8 vs fp32 at small sizes).

@@ -657,6 +657,20 @@ bool TrainingPanel::exportPlot(Plot which, const QString& path, QString* error) 
 
 void TrainingPanel::exportInteractive() { m_exportButton->showMenu(); }
 
+bool TrainingPanel::writeReport(const QString& dir, QString* error, bool* usedRuns) {
+  bool trained = false;
+  for (const auto& r : m_runs) trained |= !r->steps.empty();
+  if (usedRuns) *usedRuns = trained;
+  if (!trained) return writeFlipCountsReport(dir, error);
+  for (int p = 0; p < TrainingPlots::kPlotCount; ++p) {
+    const Plot which = Plot(p);
+    if (!plotexport::exportAll(plot(which), dir, TrainingPlots::stem(which), [this, which] { return m_plots->csv(which); },
+                               m_plots->title(which), error, QSize(1200, 700)))
+      return false;
+  }
+  return true;
+}
+
 bool TrainingPanel::writeFlipCountsReport(const QString& dir, QString* error) {
   // Two seeded runs, computed off the GUI thread; the plot is built and written here.
   struct Out {

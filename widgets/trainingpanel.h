@@ -61,6 +61,10 @@ public:
 
   // One plot to .png/.pdf/.svg/.csv by suffix, atomically; *error says why on failure.
   bool exportPlot(Plot which, const QString& path, QString* error = nullptr) const;
+  // The report's training figures: with runs the user trained (at least one step), every plot of the tab
+  // from those runs (loss, accuracy, flip-counts, bit-stalls, code-usage: PNG/PDF/SVG + CSV) and true;
+  // without, the synthetic flip-counts comparison (writeFlipCountsReport) and false in *usedRuns.
+  bool writeReport(const QString& dir, QString* error, bool* usedRuns = nullptr);
 
   // The headless report's flip-counts: two short seeded runs on the synthetic set (Adam with E4M3FN weights
   // through the STE, and GridOptim on the E4M3FN grid; 256 steps each, about a second), flips per step and
