@@ -4,6 +4,7 @@
 // file (or nothing, into a folder that cannot be written).
 #include <QAction>
 #include <QComboBox>
+#include <QDialog>
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
@@ -63,6 +64,7 @@ private slots:
   void reportWritesEveryFile();
   void reportKeepsUserRuns();
   void quitAsksWhileTraining();
+  void guideAndShortcuts();
   void reportIntoUnwritableFolder();
   void settingsPersist();
   void reportCancelLeavesNothing();
@@ -513,6 +515,46 @@ void TestMainWindow::quitAsksWhileTraining() {
   QVERIFY(w.close());
   w.trainingPanel()->stop();
   QTRY_VERIFY_WITH_TIMEOUT(!w.trainingPanel()->isRunning(), 60000);
+}
+
+// Issue 19 item 6: Help -> Guide explains every tab and the terms the app uses, and every key it lists
+// is a real shortcut of the window (the list cannot drift from the menus).
+void TestMainWindow::guideAndShortcuts() {
+  const QString html = MainWindow::guideHtml();
+  QVERIFY(html.size() > 2000);
+  for (const char* term : {"Formats", "Error", "Model", "Training", "Latency", "E, M, bias", "Subnormal", "fn, fnuz",
+                           "Saturate vs IEEE", "SQNR", "MX (microscaling)", "NVFP4", "STE", "GridOptim", "Flips", "Bit-stalls"})
+    QVERIFY2(html.contains(QLatin1String(term)), term);
+  MainWindow w;
+  w.setInteractive(false);
+  QSet<QString> shortcuts;
+  for (QAction* a : w.findChildren<QAction*>())
+    for (const QKeySequence& k : a->shortcuts()) shortcuts.insert(k.toString(QKeySequence::PortableText));
+  static const QRegularExpression key(QStringLiteral("<td>((?:Ctrl|Shift|F\\d)[^<]*)</td>"));
+  int listed = 0;
+  for (auto it = key.globalMatch(html); it.hasNext();) {
+    const QString cell = it.next().captured(1);
+    QStringList keys;
+    if (cell.contains(QStringLiteral(" … "))) keys << QStringLiteral("Ctrl+1") << QStringLiteral("Ctrl+5");
+    else for (const QString& k : cell.split(QStringLiteral(" / "))) keys << k.trimmed();
+    for (const QString& k : keys) {
+      ++listed;
+      QVERIFY2(shortcuts.contains(k), qPrintable(k + QStringLiteral(" is listed in the guide but no action has it")));
+    }
+  }
+  QVERIFY(listed >= 10);
+  // Ctrl+3 shows the Model tab; F1 opens the guide, which fits the screen.
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  for (QAction* a : w.findChildren<QAction*>())
+    if (a->shortcut() == QKeySequence(Qt::CTRL | Qt::Key_3)) a->trigger();
+  QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.heatmap()));
+  w.showGuide();
+  auto* guide = w.findChild<QDialog*>(QStringLiteral("guideDialog"));
+  QVERIFY(guide && guide->isVisible());
+  QVERIFY(guide->width() <= 720 && guide->height() <= 640);
+  w.showGuide();  // once, raised again
+  QCOMPARE(w.findChildren<QDialog*>(QStringLiteral("guideDialog")).size(), 1);
 }
 
 void TestMainWindow::reportIntoUnwritableFolder() {

@@ -93,6 +93,22 @@ void tst_TrainingPanel::runStreamsIntoCurves() {
   QVERIFY(map->sampleCount() > 10);
   QCOMPARE(map->colorMap()->data()->keySize(), map->sampleCount());
   QCOMPARE(map->colorMap()->data()->valueSize(), 254);  // 256 codes less the two NaNs
+  // Issue 19 item 7: an unused code (no weight: no value in the map) is drawn in a colour of its own,
+  // apart from both ends of the scale (it was transparent: white, the hot end of the old thermal scale).
+  QCPColorGradient g = map->colorMap()->gradient();  // colorize() is not const
+  QCOMPARE(g.nanHandling(), QCPColorGradient::nhNanColor);
+  const QColor unused = g.nanColor();
+  QVector<QRgb> ends(2);
+  const double at[2] = {0.0, 1.0};
+  g.colorize(at, QCPRange(0, 1), ends.data(), 2);
+  for (QRgb c : ends) {
+    const int distance = std::abs(qRed(c) - unused.red()) + std::abs(qGreen(c) - unused.green()) + std::abs(qBlue(c) - unused.blue());
+    QVERIFY2(distance > 100, qPrintable(QString::number(distance)));
+  }
+  int unusedRows = 0;  // some codes of e4m3fn are never used by these small weights: they are NaN cells
+  for (int j = 0; j < map->colorMap()->data()->valueSize(); ++j)
+    unusedRows += std::isnan(map->colorMap()->data()->cell(map->sampleCount() - 1, j));
+  QVERIFY(unusedRows > 0);
   QVERIFY(m_panel->statusText().contains(QStringLiteral("finished")));
   QVERIFY(m_panel->findChild<QPushButton*>(QStringLiteral("startButton"))->isEnabled());
 }

@@ -4,6 +4,10 @@
 
 #include "plotstyle.h"
 
+namespace {
+const QColor kUnusedColor(206, 206, 206);
+}
+
 #include <algorithm>
 #include <cmath>
 
@@ -18,11 +22,19 @@ CodeUsageMap::CodeUsageMap(QWidget* parent) : QCustomPlot(parent) {
   m_scale = new QCPColorScale(this);
   plotLayout()->addElement(1, 1, m_scale);
   m_scale->setType(QCPAxis::atRight);
-  m_scale->axis()->setLabel(QStringLiteral("log10(1 + weights)"));
+  m_scale->axis()->setLabel(QStringLiteral("log10(1 + weights) · grey: unused"));
   m_map->setColorScale(m_scale);
-  QCPColorGradient g(QCPColorGradient::gpThermal);
-  g.setNanHandling(QCPColorGradient::nhTransparent);
-  m_map->setGradient(g);
+  // Dark (few weights) to gold (many), never white: unused codes are grey, a colour of their own (they were
+  // transparent, i.e. white, which read as the busiest end of the old thermal scale).
+  QCPColorGradient g;
+  g.clearColorStops();
+  g.setColorStopAt(0.0, QColor(27, 12, 65));
+  g.setColorStopAt(0.35, QColor(165, 44, 96));
+  g.setColorStopAt(0.7, QColor(247, 132, 43));
+  g.setColorStopAt(1.0, QColor(248, 211, 71));
+  g.setNanHandling(QCPColorGradient::nhNanColor);
+  g.setNanColor(kUnusedColor);
+  m_scale->setGradient(g);  // the map takes the scale's gradient
   auto* group = new QCPMarginGroup(this);
   axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, group);
   m_scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);

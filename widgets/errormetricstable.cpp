@@ -82,7 +82,10 @@ ErrorMetricsTable::ErrorMetricsTable(QWidget* parent) : QTableWidget(0, ColumnCo
                         "Finite inputs that came out as inf or NaN: IEEE overflow beyond the format's range (E4M3FN has "
                         "no inf, so they become NaN). Their error is infinite: MSE, SQNR and mean |err| are undefined",
                         "Storage per value, scales included: element bits + scale bits per group (Q4_K: 4.5, MXFP4: 4.25)"};
-  for (int c = 0; c < ColumnCount; ++c) horizontalHeaderItem(c)->setToolTip(QString::fromUtf8(tips[c]));
+  for (int c = 0; c < ColumnCount; ++c) {
+    horizontalHeaderItem(c)->setToolTip(QString::fromUtf8(tips[c]));
+    horizontalHeaderItem(c)->setWhatsThis(QString::fromUtf8(tips[c]));  // Shift+F1, then the header
+  }
   // Every column as wide as its widest cell, the scheme names whole (a stretched first column was
   // squeezed to "e4m3fn/none · …" at 1280 px); the last column takes what is left, and a table wider
   // than the tab scrolls sideways instead of cutting text.

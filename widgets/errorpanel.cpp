@@ -87,6 +87,14 @@ void ErrorPanel::buildUi() {
   m_valuePlot->setObjectName(QStringLiteral("valueHistogram"));
   m_errorPlot = new ErrorHistogramPlot;
   m_errorPlot->setObjectName(QStringLiteral("errorHistogram"));
+  m_valuePlot->setWhatsThis(QStringLiteral("The tensor's values (finite ones; NaN and inf are counted above) with "
+                                           "the grid of every scheme as ticks underneath: where the representable "
+                                           "values fall relative to the data. Channel and block schemes draw the grid "
+                                           "of one group (the largest or the median, chosen above)."));
+  m_errorPlot->setWhatsThis(QStringLiteral("Histogram of |x − q| (or |x − q| / |x|) on log₂ bins, per scheme: filled "
+                                           "parts are rounding error inside the format's range, hatched parts clipping "
+                                           "error beyond it. Exact values and values that became inf/NaN are counted "
+                                           "in the legend."));
   m_table = new ErrorMetricsTable;
   m_table->setObjectName(QStringLiteral("metricsTable"));
 

@@ -8,6 +8,10 @@
 #include <QDateTime>
 #include <QDeadlineTimer>
 #include <QDir>
+#include <QWhatsThis>
+#include <QDialogButtonBox>
+#include <QDialog>
+#include <QTextBrowser>
 #include <QGuiApplication>
 #include <QScreen>
 #include <QDockWidget>
@@ -231,9 +235,10 @@ void MainWindow::buildMenus() {
   QAction* exportAction = file->addAction(QStringLiteral("&Export plot…"), this, &MainWindow::exportPlot);
   exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
   exportAction->setStatusTip(QStringLiteral("Save the current view's plot as PNG, PDF or SVG, or its data as CSV"));
-  file->addAction(QStringLiteral("Export &report…"), this, &MainWindow::exportReportInteractive);
+  file->addAction(QStringLiteral("Export &report…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E), this,
+                  &MainWindow::exportReportInteractive);
   file->addSeparator();
-  file->addAction(QStringLiteral("Load settings…"), this, [this] {
+  file->addAction(QStringLiteral("Load settings…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Load settings"), QDir::homePath(),
                                                       QStringLiteral("QuantScope settings (*.json)"));
     if (path.isEmpty()) return;
@@ -244,7 +249,7 @@ void MainWindow::buildMenus() {
     else if (ViewSettings::fromJsonText(f.readAll(), &s, &why) && applySettings(s, &why)) return;
     showError(QStringLiteral("Cannot load settings"), QStringLiteral("%1: %2").arg(path, why));
   });
-  file->addAction(QStringLiteral("Save settings…"), this, [this] {
+  file->addAction(QStringLiteral("Save settings…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S), this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Save settings"),
                                                       QDir::home().filePath(QStringLiteral("settings.json")),
                                                       QStringLiteral("QuantScope settings (*.json)"));
@@ -256,9 +261,26 @@ void MainWindow::buildMenus() {
   file->addSeparator();
   QAction* quit = file->addAction(QStringLiteral("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
+  // Some platforms (and the offscreen one) bind no key to the standard action: the guide promises these.
+  if (quit->shortcut().isEmpty()) quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));
 
   QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
-  for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
+  view->setObjectName(QStringLiteral("viewMenu"));
+  for (int i = 0; i < m_tabs->count(); ++i) {
+    QAction* tab = view->addAction(m_tabs->tabText(i), QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)), this,
+                                   [this, i] { m_tabs->setCurrentIndex(i); });
+    tab->setObjectName(QStringLiteral("tabAction%1").arg(i + 1));
+  }
+  view->addSeparator();
+  for (QDockWidget* dock : findChildren<QDockWidget*>()) {
+    QAction* toggle = dock->toggleViewAction();
+    if (dock == m_setup) toggle->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
+    view->addAction(toggle);
+  }
+  view->addSeparator();
+  QAction* full = view->addAction(QStringLiteral("&Full screen"), QKeySequence::FullScreen, this,
+                                  [this] { isFullScreen() ? showNormal() : showFullScreen(); });
+  if (full->shortcut().isEmpty()) full->setShortcut(QKeySequence(Qt::Key_F11));
 
   QMenu* demos = menuBar()->addMenu(QStringLiteral("&Demos"));
   demos->setObjectName(QStringLiteral("demosMenu"));
@@ -273,6 +295,13 @@ void MainWindow::buildMenus() {
   }
 
   QMenu* help = menuBar()->addMenu(QStringLiteral("&Help"));
+  help->setObjectName(QStringLiteral("helpMenu"));
+  QAction* guide = help->addAction(QStringLiteral("&Guide"), QKeySequence::HelpContents, this, &MainWindow::showGuide);
+  if (guide->shortcut().isEmpty()) guide->setShortcut(QKeySequence(Qt::Key_F1));
+  QAction* whatsThis = QWhatsThis::createAction(this);
+  whatsThis->setText(QStringLiteral("What's &this?"));
+  help->addAction(whatsThis);
+  help->addSeparator();
   help->addAction(QStringLiteral("&About QuantScope"), this, [this] {
     QMessageBox::about(this, QStringLiteral("About QuantScope"),
                        QStringLiteral("<b>QuantScope %1</b><br>Number formats and quantization, bit-exact.<br>"
@@ -280,6 +309,37 @@ void MainWindow::buildMenus() {
                            .arg(QStringLiteral(QS_VERSION), QString::fromLatin1(qs::to_string(qs::best_simd_level())),
                                 QString::fromStdString(qs::cuda::device_info().message)));
   });
+}
+
+QString MainWindow::guideHtml() {
+  QFile f(QStringLiteral(":/guide.html"));
+  return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+}
+
+void MainWindow::showGuide() {
+  // One guide window, raised again when already open; not modal, so it can stay beside the tabs.
+  auto* dialog = findChild<QDialog*>(QStringLiteral("guideDialog"));
+  if (!dialog) {
+    dialog = new QDialog(this);
+    dialog->setObjectName(QStringLiteral("guideDialog"));
+    dialog->setWindowTitle(QStringLiteral("QuantScope guide"));
+    auto* text = new QTextBrowser;
+    text->setObjectName(QStringLiteral("guideText"));
+    text->setHtml(guideHtml());
+    text->setOpenExternalLinks(true);
+    auto* layout = new QVBoxLayout(dialog);
+    layout->addWidget(text);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
+    connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::close);
+    layout->addWidget(buttons);
+    // Fits the screen: at most 720 x 640, less on a smaller one.
+    QSize size(720, 640);
+    if (const QScreen* screen = QGuiApplication::primaryScreen())
+      size = size.boundedTo(screen->availableGeometry().size() - QSize(40, 60));
+    dialog->resize(size);
+  }
+  dialog->show();
+  dialog->raise();
 }
 
 void MainWindow::buildStatusBar() {

@@ -77,6 +77,7 @@ public:
   // and whether the window may close: asks the user (Yes/No, No by default) while something runs.
   // Tests replace the question with a function of their own.
   QString workInProgress() const;
+  static QString guideHtml();  // the guide's text (resources/guide.html)
   bool mayClose();
   void setCloseConfirmation(std::function<bool(const QString& question)> ask) { m_confirmClose = std::move(ask); }
 
@@ -85,6 +86,7 @@ public slots:
   void exportPlot();  // the current tab's main plot, by file dialog
   void exportReportInteractive();
   void openFileDialog();
+  void showGuide();  // Help -> Guide (F1): what each tab answers, the glossary, the keys
   // The Model tab: every tensor of `path` under the Setup dock's schemes (false, with the reason shown,
   // when a scheme row is invalid).
   bool analyseFile(const QString& path);

@@ -110,6 +110,10 @@ void SqnrHeatmap::buildUi() {
   m_plot->setObjectName(QStringLiteral("sqnrPlot"));
   m_plot->setMinimumSize(420, 260);
   m_plot->setMouseTracking(true);  // hover tips
+  m_plot->setWhatsThis(QStringLiteral("SQNR = 10·log10(Σx² / Σ(x−q)²) in dB of every floating-point tensor of the file "
+                                      "(rows) under every scheme (columns): 6 dB more is half the error. Red is poor, "
+                                      "green good, blue exact (∞); grey cells were not computed or do not apply. Hover "
+                                      "for the numbers, click to open the tensor in the Error tab."));
   plotstyle::addTitle(m_plot, QStringLiteral("SQNR per tensor and scheme"));
   m_map = new QCPColorMap(m_plot->xAxis, m_plot->yAxis);
   m_map->setInterpolate(false);

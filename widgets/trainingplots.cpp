@@ -45,6 +45,18 @@ TrainingPlots::TrainingPlots(const std::vector<std::unique_ptr<TrainingRun>>* ru
   m_plots[int(Plot::BitStalls)]->yAxis->setRange(0, 1);
   m_codes = new CodeUsageMap;
   m_codes->setObjectName(QStringLiteral("codeUsageMap"));
+  m_plots[int(Plot::Loss)]->setWhatsThis(QStringLiteral("Cross-entropy of each training batch (thin) and its exponential "
+                                                        "moving average (α = 0.1), per step, for every run shown."));
+  m_plots[int(Plot::Accuracy)]->setWhatsThis(QStringLiteral("Accuracy of each training batch (thin line) and on the test "
+                                                            "set after each epoch (dots)."));
+  m_plots[int(Plot::Flips)]->setWhatsThis(QStringLiteral("Flips: weights whose quantized code changed in a step, per layer "
+                                                         "(solid fc1, dashed fc2, dotted fc3). Zero flips means the "
+                                                         "network's quantized weights stopped moving."));
+  m_plots[int(Plot::BitStalls)]->setWhatsThis(QStringLiteral("Bit-stalls: the fraction of updated weights whose update was "
+                                                             "too small to change their code: the update was lost to "
+                                                             "rounding. Stochastic rounding and GridOptim exist to avoid it."));
+  m_codes->setWhatsThis(QStringLiteral("How many weights use each code of the format over the run (log colour scale); "
+                                       "grey cells: codes no weight uses."));
 
   for (int p = 0; p < kPlotCount; ++p) {
     const Plot which = Plot(p);
