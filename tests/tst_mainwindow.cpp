@@ -25,6 +25,8 @@
 #include <QTreeWidget>
 #include <QtTest>
 
+#include <qcustomplot.h>
+
 #include "errorpanel.h"
 #include "formatgridplot.h"
 #include "formatpicker.h"
@@ -34,6 +36,8 @@
 #include "reportwriter.h"
 #include "schemelist.h"
 #include "setupdock.h"
+#include "theme.h"
+#include "plotexport.h"
 #include "trainingpanel.h"
 #include "trainingrun.h"
 #include "sqnrheatmap.h"
@@ -65,6 +69,8 @@ private slots:
   void reportKeepsUserRuns();
   void quitAsksWhileTraining();
   void guideAndShortcuts();
+  void pngExportResolution();
+  void darkPaletteReadable();
   void reportIntoUnwritableFolder();
   void settingsPersist();
   void reportCancelLeavesNothing();
@@ -555,6 +561,67 @@ void TestMainWindow::guideAndShortcuts() {
   QVERIFY(guide->width() <= 720 && guide->height() <= 640);
   w.showGuide();  // once, raised again
   QCOMPARE(w.findChildren<QDialog*>(QStringLiteral("guideDialog")).size(), 1);
+}
+
+// Issue 19 item 7: PNG exports at a chosen resolution (the same figure, more pixels).
+void TestMainWindow::pngExportResolution() {
+  QCustomPlot plot;
+  plot.addGraph()->setData({0, 1, 2}, {1, 3, 2});
+  plot.rescaleAxes();
+  const QString path = m_dir.filePath(QStringLiteral("scaled.png"));
+  QString why;
+  QCOMPARE(plotexport::pngScale(), 1.0);
+  QVERIFY2(plotexport::exportPlot(&plot, path, {}, QStringLiteral("t"), &why, QSize(300, 200)), qPrintable(why));
+  QCOMPARE(QImage(path).size(), QSize(300, 200));
+  MainWindow w;  // File -> Image resolution sets it for every export
+  QAction* twice = nullptr;
+  for (QAction* a : w.findChild<QMenu*>(QStringLiteral("resolutionMenu"))->actions())
+    if (a->data().toDouble() == 2.0) twice = a;
+  QVERIFY(twice);
+  twice->trigger();
+  QCOMPARE(plotexport::pngScale(), 2.0);
+  QVERIFY2(plotexport::exportPlot(&plot, path, {}, QStringLiteral("t"), &why, QSize(300, 200)), qPrintable(why));
+  QCOMPARE(QImage(path).size(), QSize(600, 400));
+  plotexport::setPngScale(1);
+}
+
+// Issue 19 item 7: in a dark desktop palette the demo banner and the error texts stay readable (the
+// banner's text took the palette's white on its pale yellow band).
+void TestMainWindow::darkPaletteReadable() {
+  const QPalette before = QApplication::palette();
+  QPalette dark;
+  dark.setColor(QPalette::Window, QColor(32, 32, 32));
+  dark.setColor(QPalette::WindowText, QColor(235, 235, 235));
+  dark.setColor(QPalette::Base, QColor(24, 24, 24));
+  dark.setColor(QPalette::Text, QColor(235, 235, 235));
+  dark.setColor(QPalette::Button, QColor(45, 45, 45));
+  dark.setColor(QPalette::ButtonText, QColor(235, 235, 235));
+  QApplication::setPalette(dark);
+  {
+    MainWindow w;
+    w.setInteractive(false);
+    QVERIFY(w.applyPreset(QStringLiteral("mx-fp4")));
+    w.resize(1280, 720);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    auto* title = w.findChild<QWidget*>(QStringLiteral("demoTitle"));
+    QVERIFY(title && title->isVisible());
+    const QImage img = w.findChild<QWidget*>(QStringLiteral("demoBar"))->grab().toImage();
+    const QRect r = title->geometry();
+    const QColor background = img.pixelColor(r.right() - 2, r.center().y());  // past the text: the band
+    double best = 1;
+    for (int y = r.top(); y <= r.bottom(); ++y)
+      for (int x = r.left(); x < std::min(r.right(), r.left() + 200); ++x)
+        best = std::max(best, theme::contrast(img.pixelColor(x, y), background));
+    QVERIFY2(best >= 7, qPrintable(QString::number(best)));  // bold text: its core pixels are the text colour
+    QVERIFY(theme::isDark(&w));
+    QVERIFY(theme::contrast(theme::errorColor(&w), dark.color(QPalette::Window)) >= 4.5);
+    QVERIFY(theme::contrast(theme::hintColor(&w), dark.color(QPalette::Window)) >= 4.5);
+    QVERIFY(theme::contrast(theme::warningColor(&w), dark.color(QPalette::Window)) >= 4.5);
+  }
+  QApplication::setPalette(before);
+  QWidget light;
+  QVERIFY(theme::contrast(theme::errorColor(&light), light.palette().color(QPalette::Window)) >= 4.5);
 }
 
 void TestMainWindow::reportIntoUnwritableFolder() {

@@ -1,6 +1,7 @@
 // FormatPicker: the named formats + the 8-bit sweep in a combo, and a custom spec field validated as
 // you type. Exercise: `quantscope` (Formats tab, setup dock), tests/tst_formatspanel.cpp.
 #include "formatpicker.h"
+#include "theme.h"
 
 #include "elidedlabel.h"
 
@@ -99,7 +100,7 @@ void FormatPicker::setState(bool valid, const QString& message) {
   m_valid = valid;
   m_message = message;
   if (m_label) {
-    m_label->setStyleSheet(valid ? QStringLiteral("color: #777;") : QStringLiteral("color: #c62828;"));
+    m_label->setStyleSheet(valid ? theme::hintCss(this) : theme::errorCss(this));
     m_label->setText(valid ? kHint : message);
   }
   m_custom->setStyleSheet(valid ? QString() : QStringLiteral("QLineEdit { border: 1px solid #c62828; }"));

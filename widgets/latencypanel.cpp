@@ -3,6 +3,7 @@
 // coalescing timer, and atomic PNG/PDF/SVG/CSV export.
 // Exercise: the Latency tab of `quantscope`, `QT_QPA_PLATFORM=offscreen ./build/tst_latencypanel`.
 #include "latencypanel.h"
+#include "theme.h"
 
 #include "elidedlabel.h"
 #include "plotstyle.h"
@@ -353,7 +354,7 @@ QCPGraph* LatencyPanel::graph(Plot which, const QString& kernel) const {
 }
 
 void LatencyPanel::showStatus(const QString& text, bool error) {
-  m_status->setStyleSheet(error ? QStringLiteral("color: #c62828;") : QString());
+  m_status->setStyleSheet(error ? theme::errorCss(this) : QString());
   m_status->setText(text);
 }
 

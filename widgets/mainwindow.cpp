@@ -2,11 +2,13 @@
 // report export and persisted settings. Exercise: `quantscope`, tests/tst_mainwindow.cpp.
 #include "io/dtype.h"
 #include "mainwindow.h"
+#include "theme.h"
 
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDateTime>
 #include <QDeadlineTimer>
+#include <QActionGroup>
 #include <QDir>
 #include <QWhatsThis>
 #include <QDialogButtonBox>
@@ -198,7 +200,7 @@ MainWindow::~MainWindow() = default;
 QWidget* MainWindow::buildDemoBar() {
   m_demoBar = new QFrame;
   m_demoBar->setObjectName(QStringLiteral("demoBar"));
-  m_demoBar->setStyleSheet(QStringLiteral("#demoBar { background: #fff8e1; border-bottom: 1px solid #e0c97f; }"));
+  m_demoBar->setStyleSheet(theme::demoBarCss(this));
   // Title and explanation come from settings files too (F2: a long title made the window as wide as
   // itself): the title is one elided line, the explanation wraps and keeps to a few lines.
   m_demoTitle = new ElidedLabel;
@@ -235,6 +237,17 @@ void MainWindow::buildMenus() {
   QAction* exportAction = file->addAction(QStringLiteral("&Export plot…"), this, &MainWindow::exportPlot);
   exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
   exportAction->setStatusTip(QStringLiteral("Save the current view's plot as PNG, PDF or SVG, or its data as CSV"));
+  QMenu* resolution = file->addMenu(QStringLiteral("Image &resolution"));
+  resolution->setObjectName(QStringLiteral("resolutionMenu"));
+  auto* scales = new QActionGroup(resolution);
+  for (const auto& [scale, text] : {std::pair{1.0, "1× (as on screen)"}, std::pair{2.0, "2× (HiDPI, slides)"},
+                                    std::pair{3.0, "3× (print)"}}) {
+    QAction* a = resolution->addAction(QString::fromUtf8(text), this, [scale] { plotexport::setPngScale(scale); });
+    a->setCheckable(true);
+    a->setChecked(scale == plotexport::pngScale());
+    a->setData(scale);
+    scales->addAction(a);
+  }
   file->addAction(QStringLiteral("Export &report…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E), this,
                   &MainWindow::exportReportInteractive);
   file->addSeparator();

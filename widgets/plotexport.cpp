@@ -2,6 +2,8 @@
 // Exercise: tests/tst_plotexport.cpp.
 #include "plotexport.h"
 
+#include <algorithm>
+
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -70,6 +72,13 @@ bool writeFileAtomic(const QString& path, const QByteArray& bytes, QString* erro
   return true;
 }
 
+namespace {
+double g_pngScale = 1.0;
+}
+
+double pngScale() { return g_pngScale; }
+void setPngScale(double scale) { g_pngScale = std::clamp(scale, 1.0, 4.0); }
+
 bool exportPlot(QCustomPlot* plot, const QString& path, const CsvWriter& csv, const QString& title,
                 QString* error, QSize size) {
   auto fail = [&](const QString& why) {
@@ -108,7 +117,7 @@ bool exportPlot(QCustomPlot* plot, const QString& path, const CsvWriter& csv, co
     ok = paintVector(plot, &generator, size);
 #endif
   } else {
-    ok = plot->toPixmap(size.width(), size.height()).save(&file, "PNG");
+    ok = plot->toPixmap(size.width(), size.height(), pngScale()).save(&file, "PNG");
   }
   if (!ok) {
     file.cancelWriting();

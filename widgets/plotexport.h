@@ -20,6 +20,12 @@ QStringList imageSuffixes();
 // imageSuffixes() + "csv".
 QStringList allSuffixes();
 
+// PNG pixels per point: 1 (as on screen), 2 (HiDPI screens, slides), up to 4. The layout is the same at
+// every scale (fonts and lines grow with it); PDF and SVG are vector and need none. Process-wide, set by
+// File -> Image resolution, used by every PNG export and the report.
+double pngScale();
+void setPngScale(double scale);  // clamped to [1, 4]
+
 // The CSV body of a plot, produced on demand (so no export pays for CSV it does not write).
 using CsvWriter = std::function<QByteArray()>;
 

@@ -1,5 +1,6 @@
 // SchemeList: editable list of schemes for the Error tab and the model heatmap.
 #include "schemelist.h"
+#include "theme.h"
 
 #include <QComboBox>
 #include <QGridLayout>
@@ -44,7 +45,7 @@ SchemeRow::SchemeRow(const SchemeSetting& s, QWidget* parent) : QWidget(parent) 
   remove->setText(QStringLiteral("✕"));
   remove->setToolTip(QStringLiteral("Remove this scheme"));
   m_message = new ElidedLabel;  // the parser quotes the granularity typed: any length
-  m_message->setStyleSheet(QStringLiteral("color: #c62828;"));
+  m_message->setStyleSheet(theme::errorCss(this));
   m_message->setWordWrap(true);
   m_message->setMaximumLines(3);
   m_message->hide();

@@ -3,6 +3,7 @@
 // Exercise: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_sqnrheatmap` (writes /tmp/qs-sqnrheatmap.png).
 #include "io/csv.h"
 #include "sqnrheatmap.h"
+#include "theme.h"
 
 #include "elidedlabel.h"
 #include "plotstyle.h"
@@ -180,7 +181,7 @@ void SqnrHeatmap::buildUi() {
   m_staleLabel->setObjectName(QStringLiteral("staleLabel"));
   m_staleLabel->setWordWrap(true);
   m_staleLabel->setMaximumLines(2);
-  m_staleLabel->setStyleSheet(QStringLiteral("color: #b35c00;"));
+  m_staleLabel->setStyleSheet(theme::warningCss(this));
   m_staleLabel->setVisible(false);
 
   m_orderBox = new QComboBox;
@@ -336,7 +337,7 @@ void SqnrHeatmap::setNameWidth(int px) {
 }
 
 void SqnrHeatmap::setStatus(const QString& text, bool error) {
-  m_status->setStyleSheet(error ? QStringLiteral("color: #c62828;") : QString());
+  m_status->setStyleSheet(error ? theme::errorCss(this) : QString());
   m_status->setText(text);
 }
 

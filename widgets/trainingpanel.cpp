@@ -3,6 +3,7 @@
 // list, comparison presets, exports and the report's flip-counts run.
 // Exercise: the Training tab of `quantscope`, `QT_QPA_PLATFORM=offscreen ./build/tests/tst_trainingpanel`.
 #include "trainingpanel.h"
+#include "theme.h"
 
 #include "plotstyle.h"
 
@@ -342,7 +343,7 @@ void TrainingPanel::setConfig(const qs::TrainConfig& c, bool synthetic) {
 }
 
 void TrainingPanel::showStatus(const QString& text, bool error) {
-  m_status->setStyleSheet(error ? QStringLiteral("color: #c62828;") : QString());
+  m_status->setStyleSheet(error ? theme::errorCss(this) : QString());
   m_status->setText(text);
 }
 

@@ -1,6 +1,7 @@
 // ValueInspector: one value through one format, every mode, exactly (encode_ref / decode_ref).
 // Exercise: Formats tab of `quantscope`; tests/tst_formatspanel.cpp.
 #include "valueinspector.h"
+#include "theme.h"
 
 #include "elidedlabel.h"
 
@@ -63,7 +64,7 @@ ValueInspector::ValueInspector(QWidget* parent) : QWidget(parent) {
   m_input->setObjectName(QStringLiteral("inspectorInput"));
   m_input->setPlaceholderText(QStringLiteral("a number: 0.3, -1e-3, 0x1.8p-7, inf, nan"));
   m_error = new ElidedLabel;  // quotes what was typed (or read from settings.json): any length
-  m_error->setStyleSheet(QStringLiteral("color: #c62828;"));
+  m_error->setStyleSheet(theme::errorCss(this));
   m_error->setWordWrap(true);
   m_error->setMaximumLines(2);
   m_bitsLabel = new QLabel;
