@@ -59,6 +59,21 @@ QStringList layoutProblems(QWidget* root, const QString& where) {
                           .arg(t->outerRect().width());
     }
   }
+  // Legend entries set through plotstyle::setLegendName: wrapped, every word kept, every line inside the plot.
+  for (QCustomPlot* plot : root->findChildren<QCustomPlot*>()) {
+    if (!plot->isVisible() || !plot->legend || !plot->legend->visible()) continue;
+    const QFontMetrics fm(plot->legend->font());
+    for (int i = 0; i < plot->plottableCount(); ++i) {
+      const QCPAbstractPlottable* pl = plot->plottable(i);
+      if (!pl->property(plotstyle::kFullTextProperty).isValid()) continue;
+      if (words(pl->name()) != words(plotstyle::legendName(pl)))
+        problems << QStringLiteral("%1: plot '%2' legend shows '%3' for '%4'").arg(where, plot->objectName(), pl->name(),
+                                                                                plotstyle::legendName(pl));
+      for (const QString& line : pl->name().split(u'\n'))
+        if (fm.horizontalAdvance(line) + plot->legend->iconSize().width() + 20 > plot->width())
+          problems << QStringLiteral("%1: plot '%2' legend line '%3' is wider than the plot").arg(where, plot->objectName(), line);
+    }
+  }
   for (QTableView* table : root->findChildren<QTableView*>()) {
     if (!table->isVisible() || !table->model()) continue;
     QHeaderView* h = table->horizontalHeader();

@@ -138,16 +138,18 @@ void ErrorHistogramPlot::rebuild() {
     if (h.zeros) extra << QStringLiteral("%1 exact").arg(errortext::count(h.zeros));
     if (!abs && h.undefined) extra << QStringLiteral("%1 zeros of x").arg(errortext::count(h.undefined));
     if (!extra.isEmpty()) name += QStringLiteral(" (%1)").arg(extra.join(QStringLiteral(", ")));
-    r->setName(name);
     m_rounding << r;
     QCPGraph* c = build(h.clipping, true);
     uint64_t clipped = 0;
     for (uint64_t n : h.clipping) clipped += n;
-    if (c) c->setName(QStringLiteral("%1: clipping (%2 value%3%4)")
-                          .arg(s.scheme, errortext::count(clipped), clipped == 1 ? QString() : QStringLiteral("s"),
-                               h.non_finite ? QStringLiteral(", %1 → inf/NaN").arg(errortext::count(h.non_finite))
-                                            : QString()));
-    else if (h.non_finite) r->setName(r->name() + QStringLiteral("; %1 → inf/NaN").arg(errortext::count(h.non_finite)));
+    if (c)
+      plotstyle::setLegendName(c, QStringLiteral("%1: clipping (%2 value%3%4)")
+                                      .arg(s.scheme, errortext::count(clipped), clipped == 1 ? QString() : QStringLiteral("s"),
+                                           h.non_finite ? QStringLiteral(", %1 → inf/NaN").arg(errortext::count(h.non_finite))
+                                                        : QString()));
+    else if (h.non_finite)
+      name += QStringLiteral("; %1 → inf/NaN").arg(errortext::count(h.non_finite));
+    if (r) plotstyle::setLegendName(r, name);
     m_clipping << c;
   }
   if (last >= first) {

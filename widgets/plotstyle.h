@@ -78,9 +78,21 @@ inline QString fullText(const QCPTextElement* e) {
   return v.isValid() ? v.toString() : e->text();
 }
 
-// Re-wraps every text element set through setText to the width the last layout gave it.
+// Re-wraps every text element set through setText (and every legend name set through setLegendName)
+// to the width the last layout gave it.
 inline void fitTexts(QCustomPlot* p) {
   const int plotWidth = p->viewport().width();
+  if (p->legend && plotWidth > 0) {
+    const QFontMetrics fm(p->legend->font());
+    const int width = std::max(80, plotWidth - p->legend->iconSize().width() - 60);
+    for (int i = 0; i < p->plottableCount(); ++i) {
+      QCPAbstractPlottable* pl = p->plottable(i);
+      const QVariant full = pl->property(kFullTextProperty);
+      if (!full.isValid()) continue;
+      const QString wrapped = wrapLines(full.toString(), fm, width, 3).join(QStringLiteral("\n    "));
+      if (wrapped != pl->name()) pl->setName(wrapped);
+    }
+  }
   for (QCPLayoutElement* el : p->plotLayout()->elements(true)) {
     auto* t = qobject_cast<QCPTextElement*>(el);
     if (!t) continue;
@@ -116,6 +128,19 @@ inline void installTextFitting(QCustomPlot* p) {
     fitTexts(p);
     fitTicks(p);
   });
+}
+
+inline void installTextFitting(QCustomPlot* p);
+
+// A legend entry's text that keeps every word: wrapped (continuation lines indented) to the plot's width.
+inline void setLegendName(QCPAbstractPlottable* pl, const QString& text) {
+  pl->setProperty(kFullTextProperty, text);
+  pl->setName(text);
+  installTextFitting(pl->parentPlot());
+}
+inline QString legendName(const QCPAbstractPlottable* pl) {
+  const QVariant v = pl->property(kFullTextProperty);
+  return v.isValid() ? v.toString() : pl->name();
 }
 
 inline void setText(QCPTextElement* e, const QString& text) {

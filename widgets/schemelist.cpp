@@ -56,10 +56,15 @@ SchemeRow::SchemeRow(const SchemeSetting& s, QWidget* parent) : QWidget(parent) 
   grid->setVerticalSpacing(2);
   grid->addWidget(m_picker, 0, 0, 1, 3);
   grid->addWidget(remove, 0, 3);
-  grid->addWidget(m_granularity, 1, 0);
-  grid->addWidget(m_rounding, 1, 1);
-  grid->addWidget(m_overflow, 1, 2);
-  grid->addWidget(m_message, 2, 0, 1, 4);
+  // The granularity ("block:32:e8m0fnu:rceil") has a line of its own, readable whole in the dock; rounding
+  // and overflow share the next one.
+  grid->addWidget(m_granularity, 1, 0, 1, 4);
+  auto* modes = new QHBoxLayout;
+  modes->setSpacing(4);
+  modes->addWidget(m_rounding, 1);
+  modes->addWidget(m_overflow, 1);
+  grid->addLayout(modes, 2, 0, 1, 4);
+  grid->addWidget(m_message, 3, 0, 1, 4);
   grid->setColumnStretch(0, 2);
 
   connect(m_picker, &FormatPicker::formatChanged, this, &SchemeRow::validate);

@@ -166,10 +166,10 @@ void ValueHistogramPlot::setGrids(const QVector<Grid>& grids) {
     graph->setData(g.values, QVector<double>(g.values.size(), 1.0), true);
     // Few values (4- and 6-bit formats): a dot on each tick makes them easy to count.
     if (g.values.size() <= 64) graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, g.color, 4));
-    // Long notes (a group's index, its scale) go on a second line rather than out of the plot.
+    // Long notes (a group's index, its scale) wrap onto indented lines rather than run out of the plot.
     const QString note = errortext::superscriptPowers(g.note);
     const QString head = QStringLiteral("%1 grid (%2 values)").arg(g.scheme).arg(g.values.size());
-    graph->setName(head.size() + note.size() > 64 ? head + QStringLiteral(":\n    ") + note : head + QStringLiteral(": ") + note);
+    plotstyle::setLegendName(graph, head + QStringLiteral(": ") + note);
     m_gridGraphs << graph;
   }
   rebuildRange();
