@@ -72,6 +72,8 @@ QByteArray CodeUsageMap::csv() const {
 void CodeUsageMap::rebuild() {
   plotstyle::setText(m_title, title());
   const bool have = m_run && m_run->hasFormat && !m_run->codeSamples.empty();
+  // Without a run there is nothing to colour: an empty map, not one grey "unused" field.
+  m_map->setVisible(have);
   if (!have) {
     m_map->data()->setSize(1, 1);
     m_map->data()->setCell(0, 0, std::nan(""));

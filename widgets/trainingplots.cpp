@@ -107,6 +107,8 @@ QCustomPlot* TrainingPlots::makePlot(const QString& title, const QString& yLabel
   }
   plotstyle::styleLegend(p);
   p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  // No run yet: no legend (an empty framed box used to sit in the corner).
+  connect(p, &QCustomPlot::beforeReplot, p, [p] { p->legend->setVisible(p->legend->itemCount() > 0); });
   connect(p, &QCustomPlot::mouseDoubleClick, this, [this] { rescale(); replotAll(); });
   return p;
 }
