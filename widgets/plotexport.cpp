@@ -21,9 +21,36 @@
 
 #include <qcustomplot.h>
 
+#include "plotstyle.h"
+
 namespace plotexport {
 
 namespace {
+
+// Texts and ticks fitted to the size a figure is drawn at, not the size it has on screen (toPixmap and
+// toPainter lay the plot out again but emit no beforeReplot): a title that wraps in a 400-px panel keeps
+// one line in a 1200-px figure. Restored afterwards.
+class SizedForExport {
+ public:
+  SizedForExport(QCustomPlot* plot, QSize size) : m_plot(plot), m_old(plot->viewport()) {
+    fit(QRect(QPoint(0, 0), size));
+  }
+  ~SizedForExport() {
+    fit(m_old);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+  }
+
+ private:
+  void fit(const QRect& viewport) {
+    m_plot->setViewport(viewport);
+    plotstyle::fitTexts(m_plot);
+    for (auto phase : {QCPLayoutElement::upPreparation, QCPLayoutElement::upMargins, QCPLayoutElement::upLayout})
+      m_plot->plotLayout()->update(phase);
+    plotstyle::fitTicks(m_plot);
+  }
+  QCustomPlot* m_plot;
+  QRect m_old;
+};
 
 bool paintVector(QCustomPlot* plot, QPaintDevice* device, QSize size) {
   QCPPainter painter;
@@ -94,6 +121,7 @@ bool exportPlot(QCustomPlot* plot, const QString& path, const CsvWriter& csv, co
     return fail(QStringLiteral("unsupported file type '%1' (use .%2)")
                     .arg(suffix.isEmpty() ? path : QStringLiteral(".") + suffix, allSuffixes().join(QStringLiteral(", ."))));
   size = defaultSize(plot, size);
+  const SizedForExport sized(plot, size);
   QSaveFile file(path);  // temp file + rename: an interrupted export never leaves half a file
   if (!file.open(QIODevice::WriteOnly)) return fail(QStringLiteral("cannot write %1: %2").arg(path, file.errorString()));
   bool ok = false;

@@ -98,7 +98,10 @@ inline void fitTexts(QCustomPlot* p) {
     if (!t) continue;
     const QVariant full = t->property(kFullTextProperty);
     if (!full.isValid()) continue;
-    int w = t->outerRect().width() > 40 ? std::min(t->outerRect().width(), plotWidth) : plotWidth;
+    // A title over a one-column layout spans the plot (whatever size it is drawn at: an export at 1200 px
+    // of a plot shown at 400); elsewhere, the width its cell had in the last layout.
+    const bool spans = t->layout() == p->plotLayout() && p->plotLayout()->columnCount() == 1;
+    int w = !spans && t->outerRect().width() > 40 ? std::min(t->outerRect().width(), plotWidth) : plotWidth;
     w -= t->margins().left() + t->margins().right() + 8;
     const QString wrapped = wrapLines(full.toString(), QFontMetrics(t->font()), std::max(w, 40)).join(u'\n');
     if (wrapped != t->text()) t->setText(wrapped);
