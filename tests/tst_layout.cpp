@@ -199,6 +199,12 @@ void TestLayout::wrapKeepsEveryWord() {
     }
     if (width == 2000) QCOMPARE(lines.size(), 1);
   }
+  // Lines break at the separators when a fact fits whole: "253 distinct values" is not split.
+  const QStringList facts = plotstyle::wrapLines(
+      QStringLiteral("max 448   ·   min normal 2⁻⁶ = 0.015625   ·   min subnormal 2⁻⁹ = 0.001953125   ·   253 distinct values"),
+      fm, fm.horizontalAdvance(QStringLiteral("max 448   ·   min normal 2⁻⁶ = 0.015625   ·   min subnormal 2⁻⁹ = 0.001953125   ·   253")), 0);
+  QCOMPARE(facts.size(), 2);
+  QCOMPARE(facts.back(), QStringLiteral("253 distinct values"));
   // A single word wider than the plot is shortened in the middle, with both ends kept.
   const QStringList one = plotstyle::wrapLines(QString(500, u'x') + QStringLiteral("END"), fm, 200, 0);
   QCOMPARE(one.size(), 1);

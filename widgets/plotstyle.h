@@ -58,8 +58,23 @@ inline QStringList wrapLines(const QString& text, const QFontMetrics& fm, int wi
       line.append(w);
       if (line.size() > 1 && fm.horizontalAdvance(joined(line)) > width) {
         line.removeLast();
+        // Break at the last separator when the words after it (one fact: "253 distinct values") fit on
+        // the next line together with this one; else between words.
+        qsizetype sep = line.size() - 1;
+        while (sep >= 0 && !isSep(line[sep].text)) --sep;
+        QList<Word> carry;
+        if (sep >= 0 && sep + 1 < line.size()) {
+          carry = line.mid(sep + 1);
+          carry.append(w);
+          if (fm.horizontalAdvance(joined(carry)) <= width) {
+            line.resize(sep + 1);
+          } else {
+            carry.clear();
+          }
+        }
         flush();
-        if (!isSep(w.text)) line.append(w);
+        if (!carry.isEmpty()) line = carry;
+        else if (!isSep(w.text)) line.append(w);
       }
     }
     flush();
