@@ -2,6 +2,7 @@
 // report export and persisted settings. Exercise: `quantscope`, tests/tst_mainwindow.cpp.
 #include "io/dtype.h"
 #include "mainwindow.h"
+#include "observerspanel.h"
 #include "theme.h"
 
 #include <QApplication>
@@ -59,8 +60,8 @@
 #include "valueinspector.h"
 
 namespace {
-const QStringList kTabNames = {QStringLiteral("Formats"), QStringLiteral("Error"), QStringLiteral("Model"),
-                               QStringLiteral("Training"), QStringLiteral("Latency")};
+const QStringList kTabNames = {QStringLiteral("Formats"), QStringLiteral("Error"),    QStringLiteral("Model"),
+                               QStringLiteral("Training"), QStringLiteral("Latency"), QStringLiteral("Observers")};
 constexpr int kMaxRecent = 10;
 }  // namespace
 
@@ -80,6 +81,8 @@ MainWindow::MainWindow(QWidget* parent, bool persistent) : QMainWindow(parent), 
   m_training->setObjectName(QStringLiteral("trainingPanel"));
   m_latency = new LatencyPanel;
   m_latency->setObjectName(QStringLiteral("latencyPanel"));
+  m_observers = new ObserversPanel;
+  m_observers->setObjectName(QStringLiteral("observersPanel"));
 
   m_tabs = new QTabWidget;
   m_tabs->setObjectName(QStringLiteral("viewTabs"));
@@ -89,6 +92,7 @@ MainWindow::MainWindow(QWidget* parent, bool persistent) : QMainWindow(parent), 
   m_tabs->addTab(m_heatmap, kTabNames[2]);
   m_tabs->addTab(m_training, kTabNames[3]);
   m_tabs->addTab(m_latency, kTabNames[4]);
+  m_tabs->addTab(m_observers, kTabNames[5]);
   m_tabs->setTabToolTip(0, QStringLiteral("What a format can represent: values, spacing, bits"));
   m_tabs->setTabToolTip(1, QStringLiteral("What each scheme does to the current tensor"));
   m_tabs->setTabToolTip(2, QStringLiteral("SQNR of every tensor of a model file under every scheme"));
@@ -444,6 +448,7 @@ void MainWindow::onTensorLoaded(const TensorData& d) {
           .arg(d.source == u"synthetic" ? QString() : QDir::toNativeSeparators(d.source) + QStringLiteral(" → "), d.name)
           .arg(d.size()));
   m_error->setTensor(d);
+  m_observers->setTensor(d);
   emit tensorLoaded(d);
 }
 
@@ -482,6 +487,22 @@ ViewSettings MainWindow::currentSettings() const {
     s.modelLo = m_heatmap->colorRange().first;
     s.modelHi = m_heatmap->colorRange().second;
   }
+  {
+    const ObserversPanel::Config oc = m_observers->config();
+    ViewSettings::Observe& ob = s.observe;
+    ob.format = oc.format;
+    ob.observers = oc.observers;
+    ob.batches = oc.batches;
+    ob.source = oc.fromTensor ? QStringLiteral("tensor") : QStringLiteral("synthetic");
+    ob.distribution = QString::fromLatin1(qs::distribution_name(oc.stream.dist).data());
+    ob.batchSize = int(oc.stream.batch_size);
+    ob.drift = oc.stream.drift;
+    ob.spikes.clear();
+    for (uint64_t b : oc.stream.spikes) ob.spikes << qint64(b);
+    ob.spikeScale = oc.stream.spike_scale;
+    ob.seed = qint64(oc.stream.seed);
+    ob.run = m_observers->batchesDone() > 0;
+  }
   if (m_demoBar->isVisibleTo(const_cast<MainWindow*>(this)) && !m_demoPreset.isEmpty()) {
     s.preset = m_demoPreset;
     s.title = m_demoTitle->text();
@@ -506,6 +527,25 @@ bool MainWindow::applySettings(const ViewSettings& s, QString* error) {
     return fail(QString::fromUtf8(e.what()));
   }
   if (!kTabNames.contains(s.tab)) return fail(QStringLiteral("unknown tab '%1'").arg(s.tab));
+  ObserversPanel::Config observe;
+  observe.format = s.observe.format;
+  observe.observers = s.observe.observers;
+  observe.batches = s.observe.batches;
+  observe.fromTensor = s.observe.source == u"tensor";
+  try {
+    observe.stream.dist = qs::parse_distribution(s.observe.distribution.toStdString());
+  } catch (const std::exception& e) {
+    return fail(QStringLiteral("observe: ") + QString::fromUtf8(e.what()));
+  }
+  observe.stream.batch_size = std::size_t(s.observe.batchSize);
+  observe.stream.drift = s.observe.drift;
+  for (qint64 b : s.observe.spikes) observe.stream.spikes.push_back(uint64_t(b));
+  observe.stream.spike_scale = s.observe.spikeScale;
+  observe.stream.seed = uint64_t(s.observe.seed);
+  {
+    ObserversPanel probe;  // checked before anything changes
+    if (!probe.setConfig(observe, &why)) return fail(QStringLiteral("observe: ") + why);
+  }
   for (const QString& f : {s.source == u"file" ? s.file : QString(), s.modelFile})
     if (!f.isEmpty() && !QFileInfo(f).isFile())
       return fail(QFileInfo::exists(f) ? QStringLiteral("%1: is not a regular file (a folder, device, FIFO or socket)").arg(f)
@@ -536,6 +576,8 @@ bool MainWindow::applySettings(const ViewSettings& s, QString* error) {
   m_heatmap->setOrder(SqnrHeatmap::Order(std::max<qsizetype>(0, orders.indexOf(s.modelOrder))));
   m_heatmap->setColorRange(SqnrHeatmap::ColorRange(std::max<qsizetype>(0, colours.indexOf(s.modelColours))), s.modelLo, s.modelHi);
   if (!s.modelFile.isEmpty()) analyseFile(s.modelFile);
+  m_observers->setConfig(observe);
+  if (s.observe.run) m_observers->start();
   m_tabs->setCurrentIndex(kTabNames.indexOf(s.tab));
   showDemo(s);
   return true;
@@ -628,6 +670,8 @@ void MainWindow::exportPlot() {
 
 bool MainWindow::waitForIdle(int ms) {
   QDeadlineTimer deadline(ms);
+  // A stream the settings started (a demo) runs to its end at full speed: reports and pictures show it whole.
+  if (m_observers->isRunning() && !m_observers->isPaused() && !m_observers->runToEnd(ms)) return false;
   while (!deadline.hasExpired()) {
     QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
     if (!m_loader->isBusy() && !m_error->isBusy()) {

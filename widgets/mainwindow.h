@@ -24,6 +24,7 @@ class ErrorPanel;
 class FormatGridPlot;
 class FormatsPanel;
 class LatencyPanel;
+class ObserversPanel;
 class SetupDock;
 class SqnrHeatmap;
 class TrainingPanel;
@@ -66,6 +67,7 @@ public:
   SqnrHeatmap* heatmap() const { return m_heatmap; }
   LatencyPanel* latencyPanel() const { return m_latency; }
   TrainingPanel* trainingPanel() const { return m_training; }
+  ObserversPanel* observersPanel() const { return m_observers; }
   SetupDock* setupDock() const { return m_setup; }
   QTabWidget* tabs() const { return m_tabs; }
   const TensorData& currentTensor() const { return m_tensor; }
@@ -122,6 +124,7 @@ private:
   SqnrHeatmap* m_heatmap = nullptr;
   TrainingPanel* m_training = nullptr;
   LatencyPanel* m_latency = nullptr;
+  ObserversPanel* m_observers = nullptr;
   SetupDock* m_setup = nullptr;
   QPlainTextEdit* m_log = nullptr;
   QWidget* m_demoBar = nullptr;

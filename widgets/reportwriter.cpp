@@ -13,6 +13,7 @@
 #include "formatspanel.h"
 #include "latencypanel.h"
 #include "mainwindow.h"
+#include "observerspanel.h"
 #include "plotexport.h"
 #include "sqnrheatmap.h"
 #include "trainingpanel.h"
@@ -92,6 +93,11 @@ bool ReportWriter::writeInto(const QString& tmp, QString* error) {
       if (!heatmap->exportAll(tmp, QStringLiteral("sqnr-heatmap"), error)) return false;
       emit message(QStringLiteral("report: sqnr-heatmap written"));
     }
+  }
+  // The Observers tab's stream, when one ran.
+  if (m_window->observersPanel()->batchesDone() > 0) {
+    if (!m_window->observersPanel()->exportAll(tmp, error)) return false;
+    emit message(QStringLiteral("report: observer trajectories written"));
   }
   if (!stage(2, QStringLiteral("training figures"))) return false;
 

@@ -1,6 +1,10 @@
 // ViewSettings <-> JSON, and the demo presets compiled in from resources/presets/.
 #include "viewsettings.h"
 
+#include <cmath>
+
+#include "quant/observe_stream.h"
+
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -49,6 +53,21 @@ QJsonObject ViewSettings::toJson() const {
                                                      {QStringLiteral("log_counts"), logCounts},
                                                      {QStringLiteral("grid"), gridGroup},
                                                      {QStringLiteral("bins"), bins}});
+  {
+    QJsonArray spikes;
+    for (qint64 b : observe.spikes) spikes.append(double(b));
+    o.insert(QStringLiteral("observe"), QJsonObject{{QStringLiteral("format"), observe.format},
+                                                    {QStringLiteral("observers"), observe.observers},
+                                                    {QStringLiteral("batches"), observe.batches},
+                                                    {QStringLiteral("source"), observe.source},
+                                                    {QStringLiteral("distribution"), observe.distribution},
+                                                    {QStringLiteral("batch_size"), observe.batchSize},
+                                                    {QStringLiteral("drift"), observe.drift},
+                                                    {QStringLiteral("spikes"), spikes},
+                                                    {QStringLiteral("spike_scale"), observe.spikeScale},
+                                                    {QStringLiteral("seed"), double(observe.seed)},
+                                                    {QStringLiteral("run"), observe.run}});
+  }
   if (!modelFile.isEmpty())
     o.insert(QStringLiteral("model"), QJsonObject{{QStringLiteral("file"), modelFile},
                                                   {QStringLiteral("order"), modelOrder},
@@ -111,7 +130,7 @@ bool ViewSettings::fromJson(const QJsonObject& o, ViewSettings* out, QString* er
       !readString(o, "title", &s.title, &why, Long::Cut) || !readString(o, "explanation", &s.explanation, &why, Long::Cut))
     return fail(why);
   static const QStringList tabs = {QStringLiteral("Formats"), QStringLiteral("Error"), QStringLiteral("Model"),
-                                   QStringLiteral("Training"), QStringLiteral("Latency")};
+                                   QStringLiteral("Training"), QStringLiteral("Latency"), QStringLiteral("Observers")};
   if (!tabs.contains(s.tab)) return fail(QStringLiteral("'tab' must be one of %1").arg(tabs.join(QStringLiteral(", "))));
   if (o.contains(QStringLiteral("log_scale"))) {
     if (!o.value(QStringLiteral("log_scale")).isBool()) return fail(QStringLiteral("'log_scale' must be true or false"));
@@ -209,6 +228,43 @@ bool ViewSettings::fromJson(const QJsonObject& o, ViewSettings* out, QString* er
       return fail(QStringLiteral("model: 'colours' must be one of %1").arg(colours.join(QStringLiteral(", "))));
     if (s.modelColours == u"fixed" && !(s.modelHi > s.modelLo)) return fail(QStringLiteral("model: 'hi' must be above 'lo'"));
   }
+  if (o.contains(QStringLiteral("observe"))) {
+    if (!o.value(QStringLiteral("observe")).isObject()) return fail(QStringLiteral("'observe' must be an object"));
+    const QJsonObject m = o.value(QStringLiteral("observe")).toObject();
+    Observe& ob = s.observe;
+    double batches = ob.batches, size = ob.batchSize, seed = double(ob.seed);
+    if (!readString(m, "format", &ob.format, &why) || !readString(m, "observers", &ob.observers, &why) ||
+        !readString(m, "source", &ob.source, &why) || !readString(m, "distribution", &ob.distribution, &why) ||
+        !readNumber(m, "batches", 1, 100000, &batches, &why) || !readNumber(m, "batch_size", 16, 1 << 22, &size, &why) ||
+        !readNumber(m, "drift", -0.5, 0.5, &ob.drift, &why) || !readNumber(m, "spike_scale", 1e-3, 1e6, &ob.spikeScale, &why) ||
+        !readNumber(m, "seed", 0, 1e6, &seed, &why))
+      return fail(QStringLiteral("observe: ") + why);
+    ob.batches = int(batches);
+    ob.batchSize = int(size);
+    ob.seed = qint64(seed);
+    if (ob.source != u"synthetic" && ob.source != u"tensor") return fail(QStringLiteral("observe: 'source' must be synthetic or tensor"));
+    try {
+      qs::parse_distribution(ob.distribution.toStdString());
+      qs::parse_format(ob.format.toStdString());
+      qs::parse_observer_specs(ob.observers.toStdString());
+    } catch (const std::exception& e) {
+      return fail(QStringLiteral("observe: ") + QString::fromUtf8(e.what()));
+    }
+    if (m.contains(QStringLiteral("spikes"))) {
+      if (!m.value(QStringLiteral("spikes")).isArray()) return fail(QStringLiteral("observe: 'spikes' must be a list of batch indices"));
+      ob.spikes.clear();
+      for (const QJsonValue& v : m.value(QStringLiteral("spikes")).toArray()) {
+        const double d = v.toDouble(-1);
+        if (!v.isDouble() || d < 0 || d > 1e9 || d != std::floor(d))
+          return fail(QStringLiteral("observe: 'spikes' must be a list of batch indices"));
+        ob.spikes << qint64(d);
+      }
+    }
+    if (m.contains(QStringLiteral("run"))) {
+      if (!m.value(QStringLiteral("run")).isBool()) return fail(QStringLiteral("observe: 'run' must be true or false"));
+      ob.run = m.value(QStringLiteral("run")).toBool();
+    }
+  }
   std::vector<qs::Scheme> parsed;
   if (!s.parseSchemes(&parsed, &why)) return fail(why);
   *out = s;
@@ -262,7 +318,13 @@ QList<Preset> builtinPresets() {
     s.preset = name;
     presets << Preset{name, s};
   }
-  // Display order: the "order" prefix of the file name ("1-e4m3-vs-e5m2") is dropped from the name.
+  // Display order: the number before the first dash ("10-delayed-…" after "9-nvfp4-…", not after "1-…"),
+  // then the prefix is dropped from the name.
+  const auto order = [](const QString& name) {
+    const int dash = name.indexOf(u'-');
+    return dash > 0 ? name.left(dash).toInt() : 0;
+  };
+  std::stable_sort(presets.begin(), presets.end(), [&](const Preset& a, const Preset& b) { return order(a.name) < order(b.name); });
   for (Preset& p : presets) {
     const int dash = p.name.indexOf(u'-');
     if (dash > 0 && p.name.left(dash).toInt() > 0) p.name = p.name.mid(dash + 1);

@@ -57,6 +57,21 @@ struct ViewSettings {
   QString modelOrder = QStringLiteral("file");      // file | name | size | worst
   QString modelColours = QStringLiteral("auto");    // auto | full | fixed
   double modelLo = 0, modelHi = 60;                 // dB, for fixed
+  // Observers tab: the stream (quantscope-cli observe's options); `observeRun` starts it on load
+  struct Observe {
+    QString format = QStringLiteral("e4m3fn");
+    QString observers = QStringLiteral("current,minmax,movavg:0.01,p99.99,mse,delayed:16:max:0");
+    int batches = 120;
+    QString source = QStringLiteral("synthetic");  // synthetic | tensor (rows of the data tensor)
+    QString distribution = QStringLiteral("normal");
+    int batchSize = 4096;
+    double drift = 0.005;
+    QList<qint64> spikes = {60};
+    double spikeScale = 20;
+    qint64 seed = 1;
+    bool run = false;
+    bool operator==(const Observe&) const = default;
+  } observe;
   // Demo presets: what the explanation panel shows
   QString preset, title, explanation;
 

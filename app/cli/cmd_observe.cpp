@@ -76,29 +76,19 @@ void add_observe(CLI::App& app) {
         emit_rows(stream.step(x.data() + r0 * row, (r1 - r0) * row));
       }
     } else {
-      std::vector<uint64_t> spikes;
-      if (!o.spikes.empty()) {
-        std::stringstream ss(o.spikes);
-        std::string item;
-        while (std::getline(ss, item, ',')) {
-          uint64_t v = 0;
-          auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-          if (item.empty() || ec != std::errc() || p != item.data() + item.size())
-            throw std::runtime_error("--spikes '" + o.spikes + "': '" + item + "' is not a batch index");
-          spikes.push_back(v);
-        }
+      SyntheticStream stream_spec;
+      try {
+        stream_spec.spikes = parse_batch_list(o.spikes);
+      } catch (const FormatError& e) {
+        throw std::runtime_error(std::string("--spikes ") + e.what());
       }
-      SyntheticSpec spec;
-      spec.dist = parse_distribution(o.dist);
-      spec.n = o.batch_size;
-      spec.cols = o.batch_size;
-      spec.outlier_rows = 0;
+      stream_spec.dist = parse_distribution(o.dist);
+      stream_spec.batch_size = o.batch_size;
+      stream_spec.drift = o.drift;
+      stream_spec.spike_scale = o.spike_scale;
+      stream_spec.seed = o.seed;
       for (uint64_t b = 0; b < o.batches; ++b) {
-        spec.seed = o.seed * 1000003 + b;
-        spec.sigma = std::pow(1.0 + o.drift, double(b));
-        std::vector<float> x = make_synthetic(spec, 1);
-        if (std::find(spikes.begin(), spikes.end(), b) != spikes.end())
-          for (float& v : x) v = float(double(v) * o.spike_scale);
+        const std::vector<float> x = synthetic_batch(stream_spec, b);
         emit_rows(stream.step(x.data(), x.size()));
       }
     }

@@ -1,6 +1,8 @@
 // Observers over a stream of batches, see observe_stream.h.
 #include "quant/observe_stream.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <sstream>
 
@@ -152,6 +154,33 @@ std::vector<ObserveRow> ObserveStream::step(const float* x, std::size_t n) {
   }
   ++batch_;
   return rows;
+}
+
+std::vector<float> synthetic_batch(const SyntheticStream& s, uint64_t b) {
+  SyntheticSpec spec;
+  spec.dist = s.dist;
+  spec.n = s.batch_size;
+  spec.cols = s.batch_size;
+  spec.outlier_rows = 0;
+  spec.seed = s.seed * 1000003 + b;
+  spec.sigma = std::pow(1.0 + s.drift, double(b));
+  std::vector<float> x = make_synthetic(spec, 1);
+  if (std::find(s.spikes.begin(), s.spikes.end(), b) != s.spikes.end())
+    for (float& v : x) v = float(double(v) * s.spike_scale);
+  return x;
+}
+
+std::vector<uint64_t> parse_batch_list(std::string_view text) {
+  std::vector<uint64_t> out;
+  if (text.empty()) return out;
+  for (const std::string& item : split(text, ',')) {
+    uint64_t v = 0;
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || p != item.data() + item.size())
+      throw FormatError("'" + std::string(text) + "': '" + item + "' is not a batch index");
+    out.push_back(v);
+  }
+  return out;
 }
 
 }  // namespace qs

@@ -25,6 +25,7 @@
 
 #include "format/format.h"
 #include "quant/observer.h"
+#include "quant/synthetic.h"
 
 namespace qs {
 
@@ -64,5 +65,20 @@ class ObserveStream {
   std::vector<std::unique_ptr<DelayedScaling>> delayed_;
   std::size_t batch_ = 0;
 };
+
+// A synthetic stream of batches: batch b is `dist` with scale (1 + drift)^b (seed `seed` * 1000003 + b),
+// multiplied by `spike_scale` when b is one of `spikes`. What `quantscope-cli observe` and the GUI's
+// Observers tab stream when no file is given; both make the same batches.
+struct SyntheticStream {
+  Distribution dist = Distribution::Normal;
+  std::size_t batch_size = 4096;
+  double drift = 0;                 // 0.01: the scale grows by 1 % per batch
+  std::vector<uint64_t> spikes;     // batch indices
+  double spike_scale = 20;
+  uint64_t seed = 1;
+};
+std::vector<float> synthetic_batch(const SyntheticStream& s, uint64_t b);
+// "20,45" -> {20, 45}; "" -> {}; throws FormatError naming the item that is not a batch index.
+std::vector<uint64_t> parse_batch_list(std::string_view text);
 
 }  // namespace qs
