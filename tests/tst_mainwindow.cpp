@@ -92,7 +92,7 @@ void TestMainWindow::shell() {
   QCOMPARE(w.windowTitle(), QStringLiteral("QuantScope"));
   QStringList tabs;
   for (int i = 0; i < w.tabs()->count(); ++i) tabs << w.tabs()->tabText(i);
-  QCOMPARE(tabs, (QStringList{"Formats", "Error", "Model", "Training", "Latency", "Observers"}));
+  QCOMPARE(tabs, (QStringList{"Formats", "Error", "Model", "Training", "Latency", "Observers", "Block scales"}));
   QVERIFY(w.findChild<QDockWidget*>(QStringLiteral("setupDock")));
   QVERIFY(w.findChild<QDockWidget*>(QStringLiteral("logDock")));
   QVERIFY(w.findChild<QLabel*>(QStringLiteral("simdLabel")));
@@ -528,7 +528,7 @@ void TestMainWindow::quitAsksWhileTraining() {
 void TestMainWindow::guideAndShortcuts() {
   const QString html = MainWindow::guideHtml();
   QVERIFY(html.size() > 2000);
-  for (const char* term : {"Formats", "Error", "Model", "Training", "Latency", "Observers", "E, M, bias", "Subnormal", "fn, fnuz",
+  for (const char* term : {"Formats", "Error", "Model", "Training", "Latency", "Observers", "Block scales", "E, M, bias", "Subnormal", "fn, fnuz",
                            "Saturate vs IEEE", "SQNR", "MX (microscaling)", "NVFP4", "STE", "GridOptim", "Flips", "Bit-stalls"})
     QVERIFY2(html.contains(QLatin1String(term)), term);
   MainWindow w;
@@ -541,7 +541,7 @@ void TestMainWindow::guideAndShortcuts() {
   for (auto it = key.globalMatch(html); it.hasNext();) {
     const QString cell = it.next().captured(1);
     QStringList keys;
-    if (cell.contains(QStringLiteral(" … "))) keys << QStringLiteral("Ctrl+1") << QStringLiteral("Ctrl+6");
+    if (cell.contains(QStringLiteral(" … "))) keys << QStringLiteral("Ctrl+1") << QStringLiteral("Ctrl+7");
     else for (const QString& k : cell.split(QStringLiteral(" / "))) keys << k.trimmed();
     for (const QString& k : keys) {
       ++listed;

@@ -2,6 +2,7 @@
 // report export and persisted settings. Exercise: `quantscope`, tests/tst_mainwindow.cpp.
 #include "io/dtype.h"
 #include "mainwindow.h"
+#include "blockscalespanel.h"
 #include "observerspanel.h"
 #include "theme.h"
 
@@ -61,7 +62,8 @@
 
 namespace {
 const QStringList kTabNames = {QStringLiteral("Formats"), QStringLiteral("Error"),    QStringLiteral("Model"),
-                               QStringLiteral("Training"), QStringLiteral("Latency"), QStringLiteral("Observers")};
+                               QStringLiteral("Training"), QStringLiteral("Latency"), QStringLiteral("Observers"),
+                               QStringLiteral("Block scales")};
 constexpr int kMaxRecent = 10;
 }  // namespace
 
@@ -83,6 +85,8 @@ MainWindow::MainWindow(QWidget* parent, bool persistent) : QMainWindow(parent), 
   m_latency->setObjectName(QStringLiteral("latencyPanel"));
   m_observers = new ObserversPanel;
   m_observers->setObjectName(QStringLiteral("observersPanel"));
+  m_blockScales = new BlockScalesPanel;
+  m_blockScales->setObjectName(QStringLiteral("blockScalesPanel"));
 
   m_tabs = new QTabWidget;
   m_tabs->setObjectName(QStringLiteral("viewTabs"));
@@ -93,6 +97,7 @@ MainWindow::MainWindow(QWidget* parent, bool persistent) : QMainWindow(parent), 
   m_tabs->addTab(m_training, kTabNames[3]);
   m_tabs->addTab(m_latency, kTabNames[4]);
   m_tabs->addTab(m_observers, kTabNames[5]);
+  m_tabs->addTab(m_blockScales, kTabNames[6]);
   m_tabs->setTabToolTip(0, QStringLiteral("What a format can represent: values, spacing, bits"));
   m_tabs->setTabToolTip(1, QStringLiteral("What each scheme does to the current tensor"));
   m_tabs->setTabToolTip(2, QStringLiteral("SQNR of every tensor of a model file under every scheme"));
@@ -167,6 +172,8 @@ MainWindow::MainWindow(QWidget* parent, bool persistent) : QMainWindow(parent), 
           [this](const QString& message) { showError(QStringLiteral("Cannot load the data"), message); });
   connect(m_loader, &DataLoader::busyChanged, this, &MainWindow::setBusy);
   connect(m_error, &ErrorPanel::message, this, &MainWindow::log);
+  connect(m_blockScales, &BlockScalesPanel::message, this, &MainWindow::log);
+  connect(m_observers, &ObserversPanel::message, this, &MainWindow::log);
   connect(m_heatmap, &SqnrHeatmap::tensorActivated, this, [this](const QString& path, const QString& tensor, int) {
     // A map computed under other schemes opens its tensor under those, not under the Setup dock's new ones.
     if (m_heatmap->isStale() && !m_heatmapSchemes.isEmpty()) {
@@ -449,6 +456,7 @@ void MainWindow::onTensorLoaded(const TensorData& d) {
           .arg(d.size()));
   m_error->setTensor(d);
   m_observers->setTensor(d);
+  m_blockScales->setTensor(d);
   emit tensorLoaded(d);
 }
 
@@ -674,9 +682,9 @@ bool MainWindow::waitForIdle(int ms) {
   if (m_observers->isRunning() && !m_observers->isPaused() && !m_observers->runToEnd(ms)) return false;
   while (!deadline.hasExpired()) {
     QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
-    if (!m_loader->isBusy() && !m_error->isBusy()) {
+    if (!m_loader->isBusy() && !m_error->isBusy() && !m_blockScales->isBusy()) {
       QCoreApplication::processEvents();
-      if (!m_loader->isBusy() && !m_error->isBusy()) return true;
+      if (!m_loader->isBusy() && !m_error->isBusy() && !m_blockScales->isBusy()) return true;
     }
     QThread::msleep(2);
   }

@@ -25,6 +25,7 @@ class FormatGridPlot;
 class FormatsPanel;
 class LatencyPanel;
 class ObserversPanel;
+class BlockScalesPanel;
 class SetupDock;
 class SqnrHeatmap;
 class TrainingPanel;
@@ -68,6 +69,7 @@ public:
   LatencyPanel* latencyPanel() const { return m_latency; }
   TrainingPanel* trainingPanel() const { return m_training; }
   ObserversPanel* observersPanel() const { return m_observers; }
+  BlockScalesPanel* blockScalesPanel() const { return m_blockScales; }
   SetupDock* setupDock() const { return m_setup; }
   QTabWidget* tabs() const { return m_tabs; }
   const TensorData& currentTensor() const { return m_tensor; }
@@ -125,6 +127,7 @@ private:
   TrainingPanel* m_training = nullptr;
   LatencyPanel* m_latency = nullptr;
   ObserversPanel* m_observers = nullptr;
+  BlockScalesPanel* m_blockScales = nullptr;
   SetupDock* m_setup = nullptr;
   QPlainTextEdit* m_log = nullptr;
   QWidget* m_demoBar = nullptr;

@@ -13,6 +13,7 @@
 #include "formatspanel.h"
 #include "latencypanel.h"
 #include "mainwindow.h"
+#include "blockscalespanel.h"
 #include "observerspanel.h"
 #include "plotexport.h"
 #include "sqnrheatmap.h"
@@ -94,6 +95,8 @@ bool ReportWriter::writeInto(const QString& tmp, QString* error) {
       emit message(QStringLiteral("report: sqnr-heatmap written"));
     }
   }
+  // The Block scales tab's comparison, when one was computed.
+  if (!m_window->blockScalesPanel()->exportAll(tmp, error)) return false;
   // The Observers tab's stream, when one ran.
   if (m_window->observersPanel()->batchesDone() > 0) {
     if (!m_window->observersPanel()->exportAll(tmp, error)) return false;

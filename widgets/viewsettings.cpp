@@ -130,7 +130,8 @@ bool ViewSettings::fromJson(const QJsonObject& o, ViewSettings* out, QString* er
       !readString(o, "title", &s.title, &why, Long::Cut) || !readString(o, "explanation", &s.explanation, &why, Long::Cut))
     return fail(why);
   static const QStringList tabs = {QStringLiteral("Formats"), QStringLiteral("Error"), QStringLiteral("Model"),
-                                   QStringLiteral("Training"), QStringLiteral("Latency"), QStringLiteral("Observers")};
+                                   QStringLiteral("Training"), QStringLiteral("Latency"), QStringLiteral("Observers"),
+                                   QStringLiteral("Block scales")};
   if (!tabs.contains(s.tab)) return fail(QStringLiteral("'tab' must be one of %1").arg(tabs.join(QStringLiteral(", "))));
   if (o.contains(QStringLiteral("log_scale"))) {
     if (!o.value(QStringLiteral("log_scale")).isBool()) return fail(QStringLiteral("'log_scale' must be true or false"));
