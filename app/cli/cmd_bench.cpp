@@ -17,6 +17,7 @@ void add_bench(CLI::App& app) {
   bench->require_subcommand(1);
   add_bench_gemm(*bench);
   add_bench_error(*bench);
+  add_bench_runtime(*bench);
   auto* q = bench->add_subcommand("quantize", "Fake-quant throughput vs memcpy (GB/s, bytes read + written)");
   struct Opts {
     std::string backend = "cpu", format = "e4m3fn", rounding = "nearest", csv;

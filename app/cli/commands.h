@@ -14,6 +14,7 @@ void add_quantize(CLI::App& app);    // quantize
 void add_bench(CLI::App& app);       // bench quantize
 void add_bench_gemm(CLI::App& bench);  // bench gemm (called by add_bench)
 void add_bench_error(CLI::App& bench);  // bench error-view (called by add_bench)
+void add_bench_runtime(CLI::App& bench);  // bench pool, bench convert (called by add_bench)
 void add_selftest(CLI::App& app);    // selftest
 void add_analyze(CLI::App& app);     // analyze
 void add_train(CLI::App& app);       // train

@@ -67,4 +67,16 @@ struct BenchAnalyzeResult {
 // cache, then times a second analysis and reads the peak resident memory (VmHWM, reset before).
 BenchAnalyzeResult bench_analyze(const BenchAnalyzeConfig& cfg);
 
+// `bench pool`: microseconds per parallel_chunks call of `threads` one-element chunks. pool_hot_us: trivial
+// chunks back to back (the caller's cost; it may run them all before a worker arrives). *_join_us: chunks
+// that wait until all `threads` have started, so each call really runs on `threads` threads: the pool
+// back to back, after 2 ms idle (cold: workers asleep), ShardPool::run, and the pre-pool baseline that
+// starts threads - 1 std::threads per call. Checked first (every chunk ran exactly once per call).
+struct BenchPoolResult {
+  int threads = 1, calls = 0, workers = 0;  // workers: the pool's threads after the run
+  int timeouts = 0;  // rendezvous that gave up after 200 ms (a worker never came): should be 0
+  double pool_hot_us = 0, pool_join_us = 0, pool_cold_us = 0, shard_join_us = 0, spawn_join_us = 0;
+};
+BenchPoolResult bench_pool(int threads, int calls = 2000, int reps = 9);
+
 }  // namespace qs
