@@ -27,6 +27,7 @@
 
 #include <qcustomplot.h>
 
+#include "conformancedialog.h"
 #include "errorpanel.h"
 #include "formatgridplot.h"
 #include "formatpicker.h"
@@ -71,6 +72,7 @@ private slots:
   void guideAndShortcuts();
   void pngExportResolution();
   void darkPaletteReadable();
+  void conformanceDialog();
   void reportIntoUnwritableFolder();
   void settingsPersist();
   void reportCancelLeavesNothing();
@@ -622,6 +624,37 @@ void TestMainWindow::darkPaletteReadable() {
   QApplication::setPalette(before);
   QWidget light;
   QVERIFY(theme::contrast(theme::errorColor(&light), light.palette().color(QPalette::Window)) >= 4.5);
+}
+
+// Issue 15 item 4: Help -> Conformance runs the suite in the app (green here), and a deliberately broken
+// encoder shows its failing codes; the Markdown report names the build and the CPU level.
+void TestMainWindow::conformanceDialog() {
+  MainWindow w;
+  w.setInteractive(false);
+  w.showConformance();
+  auto* dialog = w.findChild<ConformanceDialog*>();
+  QVERIFY(dialog);
+  QVERIFY(dialog->waitForFinished(300000));
+  QVERIFY2(dialog->report().passed(), qPrintable(dialog->summaryText()));
+  QCOMPARE(dialog->table()->rowCount(), 6);
+  QVERIFY(dialog->summaryText().startsWith(QStringLiteral("All 6 families passed")));
+  const QString path = m_dir.filePath(QStringLiteral("conformance.md"));
+  QString why;
+  QVERIFY2(dialog->exportTo(path, &why), qPrintable(why));
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  const QByteArray md = f.readAll();
+  QVERIFY(md.contains("QuantScope " QS_VERSION) && md.contains("all families passed"));
+  // Truncation instead of rounding: the round-trip and ties families fail, with the codes.
+  dialog->run([](const qs::Format& fmt, double x, qs::Rounding r, qs::Overflow o, uint32_t random) {
+    const uint32_t c = qs::encode_ref(fmt, x, r, o, random);
+    const uint32_t toward = qs::encode_ref(fmt, std::nextafter(x, 0.0), r, o, random);
+    return std::isfinite(x) && std::fabs(qs::decode_ref(fmt, toward)) < std::fabs(qs::decode_ref(fmt, c)) ? toward : c;
+  });
+  QVERIFY(dialog->waitForFinished(300000));
+  QVERIFY(!dialog->report().passed());
+  QVERIFY2(dialog->summaryText().contains(QStringLiteral("FAILED")), qPrintable(dialog->summaryText()));
+  QVERIFY(dialog->findChild<QPlainTextEdit*>(QStringLiteral("conformanceDetails"))->toPlainText().contains(QStringLiteral("code 0x")));
 }
 
 void TestMainWindow::reportIntoUnwritableFolder() {

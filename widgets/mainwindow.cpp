@@ -3,6 +3,7 @@
 #include "io/dtype.h"
 #include "mainwindow.h"
 #include "blockscalespanel.h"
+#include "conformancedialog.h"
 #include "observerspanel.h"
 #include "theme.h"
 
@@ -322,6 +323,7 @@ void MainWindow::buildMenus() {
   help->setObjectName(QStringLiteral("helpMenu"));
   QAction* guide = help->addAction(QStringLiteral("&Guide"), QKeySequence::HelpContents, this, &MainWindow::showGuide);
   if (guide->shortcut().isEmpty()) guide->setShortcut(QKeySequence(Qt::Key_F1));
+  help->addAction(QStringLiteral("&Conformance…"), this, &MainWindow::showConformance);
   QAction* whatsThis = QWhatsThis::createAction(this);
   whatsThis->setText(QStringLiteral("What's &this?"));
   help->addAction(whatsThis);
@@ -333,6 +335,20 @@ void MainWindow::buildMenus() {
                            .arg(QStringLiteral(QS_VERSION), QString::fromLatin1(qs::to_string(qs::best_simd_level())),
                                 QString::fromStdString(qs::cuda::device_info().message)));
   });
+}
+
+void MainWindow::showConformance() {
+  auto* dialog = findChild<ConformanceDialog*>();
+  if (!dialog) {
+    dialog = new ConformanceDialog(this);
+    QSize size(760, 560);
+    if (const QScreen* screen = QGuiApplication::primaryScreen())
+      size = size.boundedTo(screen->availableGeometry().size() - QSize(40, 60));
+    dialog->resize(size);
+  }
+  dialog->show();
+  dialog->raise();
+  if (!dialog->isRunning() && dialog->report().families.empty()) dialog->run();
 }
 
 QString MainWindow::guideHtml() {

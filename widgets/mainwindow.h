@@ -91,6 +91,7 @@ public slots:
   void exportReportInteractive();
   void openFileDialog();
   void showGuide();  // Help -> Guide (F1): what each tab answers, the glossary, the keys
+  void showConformance();  // Help -> Conformance: runs the conformance suite in a dialog
   // The Model tab: every tensor of `path` under the Setup dock's schemes (false, with the reason shown,
   // when a scheme row is invalid).
   bool analyseFile(const QString& path);
