@@ -93,14 +93,16 @@ class Pool {
   int started() const { return started_.load(std::memory_order_acquire); }
 
   void open(Job& j) {
+    int slots;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      slots = j.slots;  // read here: workers change it under mu_ as soon as the job is listed
       jobs_.push_back(&j);
       ++posted_;
       epoch_.fetch_add(1, std::memory_order_release);
     }
     // Spinning workers see the epoch change; sleeping ones need a wake-up, at most one per slot.
-    const int wake = std::min(j.slots, sleeping_.load(std::memory_order_acquire));
+    const int wake = std::min(slots, sleeping_.load(std::memory_order_acquire));
     for (int i = 0; i < wake; ++i) wake_.notify_one();
   }
 
