@@ -152,6 +152,10 @@ void run_cuda_selftest(const std::function<void(const SelftestCase&)>& report) {
   // The E8M0 exponent roundings (MxRounding: one case in group_scale for host and device).
   for (const char* fmt : {"e2m1fn", "e4m3fn", "e3m2fn"})
     for (const char* mode : {"ceil", "even", "rceil"}) schemes.push_back(std::string(fmt) + "/block:32:e8m0fnu:" + mode);
+  // NVFP4 block scales searched for the least squared error, and observer clips (host-side calibration).
+  for (const char* sch : {"e2m1fn/block:16:e4m3fn:mse", "e2m1fn/block:32:e4m3fn:mse", "int4/block:16:e4m3fn:mse",
+                          "int8/tensor:p99.9", "int8/channel:0:mse", "e4m3fn/tensor:mse", "e4m3fn/channel:-1:p99"})
+    schemes.push_back(sch);
   for (const std::string& text : schemes)
     for (Rounding r : {Rounding::Nearest, Rounding::Stochastic}) {
       EncodeOptions opt;

@@ -18,6 +18,7 @@
 #include "format/format.h"
 #include "format/rng.h"
 #include "quant/scale_rule.h"
+#include "quant/scheme.h"
 
 namespace qs::cuda {
 
@@ -187,6 +188,48 @@ __global__ void affine_quant_kernel(const float* __restrict__ x, float* __restri
   warp_add_counts(c, counts);
 }
 
+// NVFP4 block scales searched for the least squared error (TensorRT Model Optimizer's MSE calibration), one
+// thread per block: every candidate sb of the scale format, ascending, tried as s = float(sb) * ts, the block
+// encoded to nearest with that scale (encode_bits, the encoder of every kernel here) and sum (x - q)^2 over
+// its finite x accumulated in double in element order; the first least one wins. This is search_block_scale
+// without its shortcuts, which only skip candidates that cannot win, so the choice is the same bit for bit.
+__global__ void search_scale_kernel(KernelParams p, const float* __restrict__ x, Grouping g, uint64_t groups,
+                                    const double* __restrict__ candidates, int ncand, float ts, float* scales) {
+  for (uint64_t k = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < groups; k += uint64_t(gridDim.x) * blockDim.x) {
+    const uint64_t row = k / g.blocks_per_row, j = k % g.blocks_per_row;
+    const uint64_t off = row * g.L + j * g.n;
+    const uint64_t len = g.L - j * g.n < g.n ? g.L - j * g.n : g.n;
+    double amax = 0;
+    for (uint64_t i = 0; i < len; ++i) {
+      const float v = x[off + i];
+      if (isfinite(v)) amax = fmax(amax, double(fabsf(v)));
+    }
+    if (!(amax > 0)) {  // nothing to scale: 1, as every rule
+      scales[k] = 1.0f;
+      continue;
+    }
+    double best = INFINITY;
+    float best_s = 0.0f;
+    for (int c = 0; c < ncand; ++c) {
+      const float sc = float(candidates[c]) * ts;
+      if (!scale_is_usable(sc)) continue;
+      KernelParams q = p;
+      q.scale = sc;
+      BitsCounts unused;
+      double se = 0;
+      for (uint64_t i = 0; i < len; ++i) {
+        const float v = x[off + i];
+        uint32_t code;
+        float y;
+        encode_bits(q, v, 0u, code, y, unused);
+        if (isfinite(v)) se += (double(v) - y) * (double(v) - y);
+      }
+      if (se < best) best = se, best_s = sc;
+    }
+    scales[k] = best_s;
+  }
+}
+
 // The scale format's rounding as a device table (see ScaleGrid): its non-negative finite values, the
 // midpoints between neighbours and whether encode_ref sends each exact midpoint up.
 struct ScaleGridBuffers {
@@ -231,8 +274,11 @@ SchemeOutput apply_scheme_cuda(const Scheme& s, const float* x, const std::vecto
   // roundings are in group_scale, so they run here.)
   const bool other_axis = s.granularity == Granularity::Block && s.block_axis != -1 &&
                           !(shape.size() > 0 && s.block_axis == int(shape.size()) - 1);
-  if (rule.rule == ScaleRule::None || rule.rule == ScaleRule::GgmlBlock || rule.rule == ScaleRule::Rounded16 || s.mse ||
-      s.clip != Scheme::Clip::Amax || s.block_rows > 1 || other_axis)
+  // Observer clips (percentile, MSE) are a host-side calibration: their scales are computed on the host as
+  // apply_scheme does and the element kernel applies them; not for affine (zero-point) integers.
+  const bool observed = s.clip != Scheme::Clip::Amax;
+  if (rule.rule == ScaleRule::None || rule.rule == ScaleRule::GgmlBlock || rule.rule == ScaleRule::Rounded16 ||
+      (observed && (rule.rule == ScaleRule::Affine || s.granularity == Granularity::Block)) || s.block_rows > 1 || other_axis)
     throw std::runtime_error("scheme " + s.text + " is not supported on CUDA yet (CPU only)");
   uint64_t n = 1;
   for (int64_t d : shape) n *= uint64_t(d);
@@ -305,11 +351,46 @@ SchemeOutput apply_scheme_cuda(const Scheme& s, const float* x, const std::vecto
       }
       out.tensor_scale = two_level_tensor_scale(rule, t_amax);
       const ScaleGridBuffers sg(*s.scale_format);
-      group_scale_kernel<<<gblocks, 256>>>(rule, da.ptr, nullptr, nullptr, groups, out.tensor_scale, sg.grid(), ds.ptr,
-                                           nullptr);
+      if (s.mse) {
+        KernelParams nearest = p;
+        nearest.stochastic = false;
+        const std::vector<double> cand = search_candidates(s);
+        DeviceBuffer<double> dcand(cand.size());
+        check(cudaMemcpy(dcand.ptr, cand.data(), cand.size() * 8, cudaMemcpyHostToDevice), "copy to device");
+        search_scale_kernel<<<gblocks, 128>>>(nearest, dx.ptr, g, groups, dcand.ptr, int(cand.size()), out.tensor_scale,
+                                              ds.ptr);
+        check(cudaGetLastError(), "kernel launch");
+        check(cudaDeviceSynchronize(), "block scale search");
+      } else {
+        group_scale_kernel<<<gblocks, 256>>>(rule, da.ptr, nullptr, nullptr, groups, out.tensor_scale, sg.grid(), ds.ptr,
+                                             nullptr);
+      }
       group_quant_kernel<<<blocks, threads>>>(p, dx.ptr, dy.ptr, n, g, ds.ptr, dc.ptr);
       check(cudaGetLastError(), "kernel launch");
       check(cudaDeviceSynchronize(), "two-level scheme kernels");
+    } else if (observed) {
+      // The observers' scales on the host, group by group as apply_scheme (a group without a positive amax
+      // takes the rule's scale), then the element kernel.
+      check(cudaMemcpy(am.data(), da.ptr, groups * 4, cudaMemcpyDeviceToHost), "copy back");
+      std::vector<float> sc(groups);
+      const ScaleRuleParams tensor_rule = rule;
+      for (uint64_t k = 0; k < groups; ++k) {
+        float a;
+        std::memcpy(&a, &am[k], 4);
+        if (!(a > 0)) {
+          sc[k] = group_scale(tensor_rule, GroupStats{double(a)}).scale;
+        } else if (g.channel && groups == 1) {
+          sc[k] = observed_scale_tensor(s, x, n);
+        } else {
+          const uint64_t outer = n / (g.inner * g.channels);
+          sc[k] = observed_scale_channel(s, x, outer, g.channels, g.inner, k);
+        }
+      }
+      out.observed_scales.assign(sc.begin(), sc.end());
+      check(cudaMemcpy(ds.ptr, sc.data(), groups * 4, cudaMemcpyHostToDevice), "copy to device");
+      group_quant_kernel<<<blocks, threads>>>(p, dx.ptr, dy.ptr, n, g, ds.ptr, dc.ptr);
+      check(cudaGetLastError(), "kernel launch");
+      check(cudaDeviceSynchronize(), "scheme kernels");
     } else {
       group_scale_kernel<<<gblocks, 256>>>(rule, da.ptr, nullptr, nullptr, groups, 1.0f, ScaleGrid{}, ds.ptr, nullptr);
       group_quant_kernel<<<blocks, threads>>>(p, dx.ptr, dy.ptr, n, g, ds.ptr, dc.ptr);
