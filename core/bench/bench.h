@@ -79,4 +79,28 @@ struct BenchPoolResult {
 };
 BenchPoolResult bench_pool(int threads, int calls = 2000, int reps = 9);
 
+// `bench convert`: float16 / bfloat16 -> float32 of n codes: the scalar loop, each SIMD level on one
+// thread, the dispatched path (format/float16.h) on 1 and `threads` threads; every output checked bit for
+// bit against the scalar loop before timing. GB/s counts 2 bytes read + 4 written per element.
+struct BenchConvertConfig {
+  std::string type = "fp16";   // fp16 | bf16
+  std::string data = "normal"; // normal: N(0, 0.05) rounded to the type; codes: uniform 16-bit patterns
+  std::size_t n = std::size_t(1) << 24;
+  int threads = 2;
+  int reps = 9;
+  uint64_t seed = 1;
+};
+struct BenchConvertRow {
+  std::string path;  // "scalar", "generic", "avx2", "avx512", "<level> dispatched"
+  int threads = 1;
+  double ms = 0, gbps = 0, speedup = 0;  // speedup: scalar ms / this ms
+};
+struct BenchConvertResult {
+  std::size_t n = 0;
+  int threads = 1, checked_runs = 0;
+  std::string simd;
+  std::vector<BenchConvertRow> rows;
+};
+BenchConvertResult bench_convert(const BenchConvertConfig& cfg);
+
 }  // namespace qs

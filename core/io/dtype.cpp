@@ -206,7 +206,13 @@ void convert(DType t, const void* src, std::size_t n, Out* dst) {
 }
 }  // namespace
 
-void convert_to_f32(DType t, const void* src, std::size_t n, float* dst) { convert(t, src, n, dst); }
+void convert_to_f32(DType t, const void* src, std::size_t n, float* dst, int threads) {
+  // float16 / bfloat16: the vectorized (and, when asked, threaded) widening of format/float16.h, the
+  // same bits as the scalar loop in convert().
+  if (t == DType::F16) return half_to_float_n(src, n, dst, threads);
+  if (t == DType::BF16) return bf16_to_float_n(src, n, dst, threads);
+  convert(t, src, n, dst);
+}
 void convert_to_f64(DType t, const void* src, std::size_t n, double* dst) { convert(t, src, n, dst); }
 
 }  // namespace qs

@@ -46,7 +46,9 @@ bool dtype_is_float(DType t);
 // n little-endian elements of `t` at `src` to float32 / float64 (dtype_nbytes(t, n) bytes are read).
 // Floats widen exactly (F64 -> F32 rounds to nearest; every float8/6/4 code, NaN codes as NaN, is a
 // float32 value); integers convert as static_cast does (packed ones sign-extended); Bool gives 0/1.
-void convert_to_f32(DType t, const void* src, std::size_t n, float* dst);
+// F16 and BF16 widen with F16C / AVX-512 where the CPU has them (format/float16.h, the same bits) and, for
+// n >= kBulkThreadMin (2^20), on up to `threads` threads (<= 0: all cores); the other types ignore it.
+void convert_to_f32(DType t, const void* src, std::size_t n, float* dst, int threads = 1);
 void convert_to_f64(DType t, const void* src, std::size_t n, double* dst);
 
 }  // namespace qs
