@@ -60,14 +60,16 @@ struct Job {
       const std::size_t b = c * chunk, e = std::min(n, b + chunk);
       try {
         (*fn)(b, e);
+        const std::size_t d = done.fetch_add(e - b) + (e - b);
+        // The progress callback may throw too: caught like a chunk's exception, so the caller still
+        // takes its job off the list and waits for the workers before rethrowing.
+        if (reporter && *progress && !(*progress)(d, n)) cancelled = true;
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (!error) error = std::current_exception();
         cancelled = true;
         return;
       }
-      const std::size_t d = done.fetch_add(e - b) + (e - b);
-      if (reporter && *progress && !(*progress)(d, n)) cancelled = true;
     }
   }
 };

@@ -95,6 +95,18 @@ TEST(Parallel, ExceptionReachesCallerAndPoolStaysUsable) {
   } catch (const std::out_of_range& e) {
     EXPECT_STREQ(e.what(), "five");
   }
+  // A throwing progress callback is rethrown after the workers have left the call (no dangling job).
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<int> ran{0};
+    EXPECT_THROW(qs::parallel_chunks(
+                     64, 1, 2, [&](std::size_t, std::size_t) { ran.fetch_add(1); },
+                     [&](std::size_t d, std::size_t) -> bool {
+                       if (d >= 3) throw std::logic_error("progress");
+                       return true;
+                     }),
+                 std::logic_error);
+    EXPECT_LE(ran.load(), 64);
+  }
   const auto v = visits(5000, 7, 4);
   EXPECT_EQ(std::count(v.begin(), v.end(), 1), 5000);
 }
