@@ -11,6 +11,7 @@
 
 #include "format/format.h"
 #include "observerspanel.h"
+#include "uibench.h"
 #include "quant/observe_stream.h"
 
 class TestObserversPanel : public QObject {
@@ -22,6 +23,7 @@ private slots:
   void pauseAndStep();
   void tensorRowsAreBatches();
   void badSettingsRefused();
+  void uiBenchmarkSmall();
 };
 
 namespace {
@@ -116,13 +118,13 @@ void TestObserversPanel::pauseAndStep() {
   ObserversPanel::Config c = spikeConfig("e4m3fn");
   c.observers = QStringLiteral("current,delayed:4:max:0");
   QVERIFY(panel.setConfig(c));
-  panel.stepOnce();  // starts paused, one batch
+  panel.stepOnce();  // starts paused, one batch (computed on a worker)
   QVERIFY(panel.isPaused());
-  QCOMPARE(panel.batchesDone(), std::size_t(1));
+  QTRY_COMPARE(panel.batchesDone(), std::size_t(1));
   QTest::qWait(100);  // paused: nothing moves
   QCOMPARE(panel.batchesDone(), std::size_t(1));
   panel.findChild<QPushButton*>(QStringLiteral("observerStep"))->click();
-  QCOMPARE(panel.batchesDone(), std::size_t(2));
+  QTRY_COMPARE(panel.batchesDone(), std::size_t(2));
   QCOMPARE(panel.rows().size(), std::size_t(4));
   panel.setSpeed(60);
   panel.setPaused(false);
@@ -183,6 +185,23 @@ void TestObserversPanel::badSettingsRefused() {
   QVERIFY(!panel.setConfig(c, &why));
   QVERIFY(panel.config() == before);  // nothing changed
   QCOMPARE(panel.batchesDone(), std::size_t(0));
+}
+
+// The responsiveness benchmark of the Observers tab, small: it runs, streams every batch and reports the
+// largest event-loop gap (timings are printed, never asserted).
+void TestObserversPanel::uiBenchmarkSmall() {
+  QString text;
+  QTextStream out(&text);
+  const int rc = runObserversUiBenchmark(out, 30, 8192);
+  QVERIFY2(rc == 0 || rc == 1, qPrintable(text));
+  const QStringList lines = text.split(u'\n', Qt::SkipEmptyParts);
+  QCOMPARE(lines.size(), 2);
+  QCOMPARE(lines[0], QStringLiteral("batches,batch_size,observers,stream_ms,max_gap_ms,budget_ms,ratio"));
+  const QStringList f = lines[1].split(u',');
+  QCOMPARE(f.size(), 7);
+  QCOMPARE(f[0], QStringLiteral("30"));
+  QCOMPARE(f[2], QStringLiteral("6"));
+  qInfo("%s", qPrintable(lines[1]));
 }
 
 QTEST_MAIN(TestObserversPanel)

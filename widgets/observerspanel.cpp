@@ -27,6 +27,7 @@
 #include <QSpinBox>
 #include <QStyle>
 #include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
 
 #include <qcustomplot.h>
 
@@ -49,6 +50,7 @@ ObserversPanel::ObserversPanel(QWidget* parent) : QWidget(parent) {
   syncControls(m_config);
   m_timer.setInterval(16);
   connect(&m_timer, &QTimer::timeout, this, &ObserversPanel::tick);
+  connect(&m_work, &QFutureWatcher<BatchResult>::finished, this, &ObserversPanel::onBatchDone);
   clearPlots();
   setStatus(QStringLiteral("Press Start to stream %1 batches through the observers.").arg(m_config.batches));
 }
@@ -396,19 +398,20 @@ QStringList ObserversPanel::observerNames() const {
   return out;
 }
 
-bool ObserversPanel::batch(std::size_t b, std::vector<float>* out, QString* error) const {
-  if (!m_config.fromTensor) {
-    *out = qs::synthetic_batch(m_config.stream, b);
+bool ObserversPanel::batchOf(const Config& c, const TensorData& t, std::size_t batches, std::size_t b,
+                             std::vector<float>* out, QString* error) {
+  if (!c.fromTensor) {
+    *out = qs::synthetic_batch(c.stream, b);
     return true;
   }
-  const std::size_t rows = m_tensor.shape.empty() ? m_tensor.size() : std::size_t(m_tensor.shape[0]);
-  if (m_tensor.isEmpty() || rows < m_batches) {
-    if (error) *error = QStringLiteral("the current tensor has %1 rows: fewer than %2 batches").arg(rows).arg(m_batches);
+  const std::size_t rows = t.shape.empty() ? t.size() : std::size_t(t.shape[0]);
+  if (t.isEmpty() || rows < batches) {
+    if (error) *error = QStringLiteral("the current tensor has %1 rows: fewer than %2 batches").arg(rows).arg(batches);
     return false;
   }
-  const std::size_t row = m_tensor.size() / rows;
-  const std::size_t r0 = rows * b / m_batches, r1 = rows * (b + 1) / m_batches;
-  out->assign(m_tensor.values->begin() + std::ptrdiff_t(r0 * row), m_tensor.values->begin() + std::ptrdiff_t(r1 * row));
+  const std::size_t row = t.size() / rows;
+  const std::size_t r0 = rows * b / batches, r1 = rows * (b + 1) / batches;
+  out->assign(t.values->begin() + std::ptrdiff_t(r0 * row), t.values->begin() + std::ptrdiff_t(r1 * row));
   return true;
 }
 
@@ -440,7 +443,8 @@ bool ObserversPanel::start(QString* error) {
   }
   m_config = c;
   m_specs = specs;
-  m_stream = std::make_unique<qs::ObserveStream>(m_format->format(), specs);
+  m_stream = std::make_shared<qs::ObserveStream>(m_format->format(), specs);
+  ++m_generation;
   m_rows.clear();
   m_next = 0;
   m_batches = std::size_t(c.batches);
@@ -484,8 +488,7 @@ void ObserversPanel::stepOnce() {
     if (!start()) return;
   }
   setPaused(true);
-  processOne();
-  for (QCustomPlot* p : m_plots) p->replot(QCustomPlot::rpQueuedReplot);
+  launch();
 }
 
 bool ObserversPanel::runToEnd(int ms) {
@@ -507,34 +510,53 @@ void ObserversPanel::tick() {
     m_clock.restart();
     return;
   }
-  // A slice of at most ~12 ms of work per tick, however fast the speed: the event loop keeps running.
-  QElapsedTimer slice;
-  slice.start();
   if (m_speed > 0) {
     m_credit += double(m_clock.restart()) / 1000.0 * m_speed;
     m_credit = std::min(m_credit, double(m_speed));  // after a stall, no burst
   }
-  int done = 0;
-  while (isRunning() && (m_speed == 0 || m_credit >= 1) && (done == 0 || slice.elapsed() < 12)) {
-    processOne();
+  if (!m_inFlight && (m_speed == 0 || m_credit >= 1)) {
     if (m_speed > 0) m_credit -= 1;
-    ++done;
+    launch();
   }
-  if (done) for (QCustomPlot* p : m_plots) p->replot(QCustomPlot::rpQueuedReplot);
 }
 
-void ObserversPanel::processOne() {
-  if (!isRunning()) return;
-  std::vector<float> x;
-  QString why;
-  if (!batch(m_next, &x, &why)) {
+void ObserversPanel::launch() {
+  if (m_inFlight || !isRunning()) return;
+  m_inFlight = true;
+  const std::shared_ptr<qs::ObserveStream> stream = m_stream;
+  const Config c = m_config;
+  const TensorData t = m_tensor;
+  const std::size_t batches = m_batches, b = m_next;
+  const int generation = m_generation;
+  m_work.setFuture(QtConcurrent::run([stream, c, t, batches, b, generation] {
+    BatchResult r;
+    r.generation = generation;
+    std::vector<float> x;
+    if (batchOf(c, t, batches, b, &x, &r.error)) r.rows = stream->step(x.data(), x.size());
+    return r;
+  }));
+}
+
+void ObserversPanel::onBatchDone() {
+  m_inFlight = false;
+  const BatchResult r = m_work.result();
+  if (r.generation != m_generation) {  // a batch of a stream that was started again: dropped
+    if (isRunning() && !m_paused && m_speed == 0) launch();
+    return;
+  }
+  if (!r.error.isEmpty()) {
     m_timer.stop();
     m_rows.clear();  // they point into the stream's specs
     m_stream.reset();
-    setStatus(why, true);
+    setStatus(r.error, true);
     return;
   }
-  const std::vector<qs::ObserveRow> rows = m_stream->step(x.data(), x.size());
+  apply(r.rows);
+  for (QCustomPlot* p : m_plots) p->replot(QCustomPlot::rpQueuedReplot);
+  if (isRunning() && !m_paused && m_speed == 0) launch();  // as fast as possible: the next one at once
+}
+
+void ObserversPanel::apply(const std::vector<qs::ObserveRow>& rows) {
   const double b = double(m_next);
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const qs::ObserveRow& r = rows[k];

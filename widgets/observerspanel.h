@@ -4,11 +4,12 @@
 // Transformer Engine's delayed scaling with its amax history), animated batch by batch: the clipping
 // magnitude each observer chose, the SQNR of each batch under it and the values it clipped. Pause, step,
 // speed. The numbers are qs::ObserveStream's, the same as `quantscope-cli observe` (and the CSV has the
-// same columns). Work happens on the UI thread in slices of at most ~12 ms per timer tick, so the window
-// stays responsive at any speed. Exercise: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_observerspanel`.
+// same columns). Each batch is computed on a worker thread (one at a time, in order: the observers have
+// state), so the window stays responsive at any speed and batch size; the UI thread only plots the rows. Exercise: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_observerspanel`.
 #pragma once
 
 #include <QElapsedTimer>
+#include <QFutureWatcher>
 #include <QTimer>
 #include <QWidget>
 
@@ -84,15 +85,26 @@ private:
   void buildUi();
   void syncControls(const Config& c);
   QString observerSpecText() const;  // from the check boxes and their parameters
-  bool batch(std::size_t b, std::vector<float>* out, QString* error) const;
+  struct BatchResult {
+    int generation = 0;
+    std::vector<qs::ObserveRow> rows;
+    QString error;
+  };
+  static bool batchOf(const Config& c, const TensorData& t, std::size_t batches, std::size_t b, std::vector<float>* out,
+                      QString* error);
   void tick();
-  void processOne();
+  void launch();  // the next batch on a worker, unless one is in flight
+  void onBatchDone();
+  void apply(const std::vector<qs::ObserveRow>& rows);
   void clearPlots();
   void setStatus(const QString& text, bool error = false);
 
   Config m_config;
   TensorData m_tensor;
-  std::unique_ptr<qs::ObserveStream> m_stream;
+  std::shared_ptr<qs::ObserveStream> m_stream;  // shared with the batch in flight
+  QFutureWatcher<BatchResult> m_work;
+  bool m_inFlight = false;
+  int m_generation = 0;  // a start() makes results of the batch in flight stale
   std::vector<qs::ObserverSpec> m_specs;  // the stream's, for names after it ends
   std::vector<qs::ObserveRow> m_rows;
   std::size_t m_next = 0, m_batches = 0;
