@@ -27,6 +27,13 @@ QString bestInt8() {
   return QStringLiteral("int8-") + QString::fromLatin1(qs::gemm_level_name(levels.back()));
 }
 
+// 1 where this build has oneDNN: its sgemm is a baseline and runs in every sweep beside fp32-eigen.
+std::size_t extraBaselines() {
+  for (const std::string& k : qs::bench_gemm_kernels())
+    if (k == "fp32-onednn") return 1;
+  return 0;
+}
+
 QVector<double> keys(const QCPGraph* g) {
   QVector<double> k;
   for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) k << it->key;
@@ -114,9 +121,9 @@ void TestLatencyPanel::tinySweepPlotsAndCsv() {
   QVERIFY(run->isEnabled() && !cancel->isEnabled());
   QCOMPARE(panel.findChild<QLineEdit*>(QStringLiteral("sizesEdit"))->text(), QStringLiteral("32,64"));
 
-  QCOMPARE(panel.rows().size(), std::size_t(4));
+  QCOMPARE(panel.rows().size(), std::size_t(2) * (2 + extraBaselines()));
   for (LatencyPanel::Plot which : {LatencyPanel::Plot::Time, LatencyPanel::Plot::Gops, LatencyPanel::Plot::Speedup}) {
-    QCOMPARE(panel.plot(which)->graphCount(), 2);
+    QCOMPARE(panel.plot(which)->graphCount(), int(2 + extraBaselines()));
     for (const QString& k : kernels) {
       QCPGraph* g = panel.graph(which, k);
       QVERIFY2(g, qPrintable(k));
@@ -137,14 +144,14 @@ void TestLatencyPanel::tinySweepPlotsAndCsv() {
   QFile f(csv);
   QVERIFY(f.open(QIODevice::ReadOnly));
   const QList<QByteArray> lines = f.readAll().trimmed().split('\n');
-  QCOMPARE(lines.size(), 5);
+  QCOMPARE(std::size_t(lines.size()), 1 + 2 * (2 + extraBaselines()));
   QCOMPARE(lines[0], QByteArray("backend,kernel,M,N,K,threads,median_ms,gops,speedup_vs_fp32,max_abs_err_vs_ref"));
   QSet<QByteArray> seen;
   for (int i = 1; i < lines.size(); ++i) {
     const QList<QByteArray> cols = lines[i].split(',');
     QCOMPARE(cols.size(), 10);
     QCOMPARE(cols[0], QByteArray("cpu"));
-    QVERIFY(kernels.contains(QString::fromLatin1(cols[1])));
+    QVERIFY(kernels.contains(QString::fromLatin1(cols[1])) || cols[1] == "fp32-onednn");
     QVERIFY(cols[2] == "32" || cols[2] == "64");
     QCOMPARE(cols[3], cols[2]);
     QCOMPARE(cols[4], cols[2]);
@@ -153,7 +160,18 @@ void TestLatencyPanel::tinySweepPlotsAndCsv() {
     QVERIFY(cols[7].toDouble() > 0);
     seen.insert(cols[1] + '@' + cols[2]);
   }
-  QCOMPARE(seen.size(), 4);  // one row per kernel per size
+  QCOMPARE(std::size_t(seen.size()), 2 * (2 + extraBaselines()));  // one row per kernel per size
+  // Issue 17 item 2: the int8 speedup is against the best fp32 baseline of the same run and size.
+  for (int size : {32, 64}) {
+    double best = INFINITY, int8ms = 0, speedup = 0;
+    for (const auto& r : panel.rows()) {
+      if (r.M != size) continue;
+      if (r.kernel.rfind("fp32-", 0) == 0) best = std::min(best, r.median_ms);
+      if (QString::fromStdString(r.kernel) == kernels[1]) int8ms = r.median_ms, speedup = r.speedup_vs_fp32;
+    }
+    QVERIFY(int8ms > 0);
+    QCOMPARE(speedup, best / int8ms);
+  }
 }
 
 void TestLatencyPanel::rejectsBadInput() {
@@ -197,7 +215,7 @@ void TestLatencyPanel::cancelStopsPromptly() {
   // Usable afterwards: a fresh sweep runs to the end.
   QVERIFY(panel.runSweep({32}, {QStringLiteral("fp32-eigen")}, 1));
   QVERIFY(finished.wait(30000));
-  QCOMPARE(panel.rows().size(), std::size_t(1));
+  QCOMPARE(panel.rows().size(), 1 + extraBaselines());
   QVERIFY(panel.statusText().startsWith(QStringLiteral("Done")));
 }
 
@@ -259,8 +277,8 @@ void TestLatencyPanel::screenshotAfterSweep() {
                                             bestInt8() + QStringLiteral("-e2e")},
                          1));
   QVERIFY(finished.wait(60000));
-  QCOMPARE(panel.rows().size(), std::size_t(12));
-  QCOMPARE(panel.findChild<QProgressBar*>(QStringLiteral("sweepProgress"))->value(), 12);
+  QCOMPARE(panel.rows().size(), std::size_t(3) * (4 + extraBaselines()));
+  QCOMPARE(panel.findChild<QProgressBar*>(QStringLiteral("sweepProgress"))->value(), int(3 * (4 + extraBaselines())));
   QTest::qWait(100);  // the queued replots
   const QImage shot = panel.grab().toImage();
   QVERIFY(shot.save(QStringLiteral("/tmp/qs-latency.png")));

@@ -67,7 +67,7 @@ void add_bench_gemm(CLI::App& bench) {
       ->delimiter(',');
   g->add_option("--shape", o.shapes, "MxKxN: activations M x K times weights K x N (repeatable)")->delimiter(',');
   g->add_option("--threads", o.threads, "Threads for every kernel (0 = all cores; cpu only)")->capture_default_str()->check(threads_check());
-  g->add_option("--kernels", o.kernels, "Only these kernels (comma separated; fp32-eigen always runs)")->delimiter(',');
+  g->add_option("--kernels", o.kernels, "Only these kernels (comma separated; the fp32 baselines fp32-eigen and fp32-onednn always run)")->delimiter(',');
   g->add_option("--act-scale", o.act, "Dynamic activation scales: row | tensor")->capture_default_str();
   g->add_option("--reps", o.reps, "At least this many timed runs per kernel")->capture_default_str()->check(integer_in(1, 100000));
   g->add_option("--min-time", o.min_time, "Repeat until the timed runs add up to this many seconds")

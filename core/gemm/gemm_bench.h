@@ -28,13 +28,15 @@ struct BenchGemmConfig {
   int reps = 5;                 // at least this many timed runs (median reported) ...
   double min_seconds = 0.25;    // ... and more, up to 1000, until they add up to this
   int slow_max_dim = 512;       // int8-ref and int8-generic only when max(M, K, N) <= this ...
-  std::vector<std::string> kernels;  // ... unless named here; non-empty: run only these (plus fp32-eigen)
+  std::vector<std::string> kernels;  // ... unless named here; non-empty: run only these (plus the fp32 baselines)
   bool act_per_row = true;      // dynamic activation scales per row (token) or per tensor
   uint64_t seed = 1;
 };
 
 // One CSV row: backend,kernel,M,N,K,threads,median_ms,gops,speedup_vs_fp32,max_abs_err_vs_ref.
-// gops = 2 M N K / time / 1e9. speedup_vs_fp32 = fp32-eigen median / this median, same shape and threads.
+// gops = 2 M N K / time / 1e9. speedup_vs_fp32 = the best fp32 baseline's median (the faster of fp32-eigen and
+// fp32-onednn, both always run where built) / this median, same shape and threads; the fp32 rows themselves
+// compare with fp32-eigen.
 // max_abs_err_vs_ref: int8 kernels against the int64 reference (0 = exact); fp32 kernels against a
 // float64 product of the same inputs; -dq and -e2e rows against the float64 product of the dequantized
 // operands plus bias. `checked` outputs were compared (all, or every column of up to 64 spread rows).
