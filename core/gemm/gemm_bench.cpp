@@ -203,14 +203,18 @@ std::vector<BenchGemmRow> bench_gemm_cpu(const BenchGemmConfig& cfg,
     const Dequant dq{.scale_a = sa, .scale_b = sw, .bias = bias};
 
     // Checks: throw on a wrong result, else return the largest error and the number of outputs compared.
-    auto check_int = [&](const std::string& name) {
+    // Our kernels must be exact: a difference stops the benchmark. A vendor's int8 row (oneDNN) is timed
+    // whatever it computes and keeps its largest error in max_abs_err_vs_ref: oneDNN's AVX2 u8s8s32 adds
+    // byte products in saturating 16-bit pairs (vpmaddubsw) and is not exact on full-range operands.
+    auto check_int = [&](const std::string& name, bool vendor = false) {
       double err = 0;
       for (std::size_t r = 0; r < R; ++r)
         for (int j = 0; j < N; ++j) {
           const int64_t got = C[std::size_t(ref.rows[r]) * N + j], want = ref.acc[r * N + j];
-          if (got != want)
+          if (got != want && !vendor)
             throw std::runtime_error("bench gemm: " + name + " differs from the int64 reference at " +
                                      at(ref.rows[r], j) + ": " + std::to_string(got) + " vs " + std::to_string(want));
+          err = std::max(err, std::fabs(double(got - want)));
         }
       return err;
     };
@@ -279,7 +283,7 @@ std::vector<BenchGemmRow> bench_gemm_cpu(const BenchGemmConfig& cfg,
       for (std::size_t i = 0; i < MK; ++i) qa_u8[i] = uint8_t(qa[i] ^ 0x80);
       if (!measure("int8-onednn",
                    [&] { detail::onednn_gemm_u8s8s32(qa_u8.data(), 128, qwT.data(), C.data(), M, K, N, threads); },
-                   [&] { return check_int("int8-onednn"); }))
+                   [&] { return check_int("int8-onednn", /*vendor=*/true); }))
         return rows;
     }
 #endif
