@@ -73,6 +73,7 @@ private slots:
   void pngExportResolution();
   void darkPaletteReadable();
   void conformanceDialog();
+  void prequantizedWeightShowsStoredScheme();
   void reportIntoUnwritableFolder();
   void settingsPersist();
   void reportCancelLeavesNothing();
@@ -655,6 +656,55 @@ void TestMainWindow::conformanceDialog() {
   QVERIFY(!dialog->report().passed());
   QVERIFY2(dialog->summaryText().contains(QStringLiteral("FAILED")), qPrintable(dialog->summaryText()));
   QVERIFY(dialog->findChild<QPlainTextEdit*>(QStringLiteral("conformanceDetails"))->toPlainText().contains(QStringLiteral("code 0x")));
+}
+
+// Issue 13 item 3 in the GUI: a weight of a pre-quantized checkpoint (FP8 codes + one fp32 scale_inv per
+// 128x128 tile, DeepSeek-V3's layout) shows in the Error tab with its stored scheme as a row of its own
+// ("stored:e4m3fn/block:128x128", exact: SQNR infinite) and the re-quantization check in the status line.
+void TestMainWindow::prequantizedWeightShowsStoredScheme() {
+  const QString path = m_dir.filePath(QStringLiteral("fp8.safetensors"));
+  const int R = 128, C = 256;
+  QByteArray codes(R * C, '\0');
+  for (int i = 0; i < R * C; ++i) {
+    uint8_t c = uint8_t((i * 37 + i / 7) & 0xFF);
+    if ((c & 0x7F) == 0x7F) c = 0x7E;  // no NaN codes
+    codes[i] = char(c);
+  }
+  codes[5] = char(0x7E);  // every tile holds +448: the stored scale is exactly its amax / 448
+  codes[200] = char(0x7E);
+  const float scales[2] = {0.5f, 0.001f};
+  QByteArray scaleBytes(reinterpret_cast<const char*>(scales), 8);
+  QByteArray header = "{\"w\":{\"dtype\":\"F8_E4M3\",\"shape\":[128,256],\"data_offsets\":[0,32768]},"
+                      "\"w_scale_inv\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[32768,32776]}}";
+  while (header.size() % 8) header += ' ';
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  const quint64 n = quint64(header.size());
+  for (int i = 0; i < 8; ++i) f.putChar(char((n >> (8 * i)) & 0xff));
+  f.write(header);
+  f.write(codes);
+  f.write(scaleBytes);
+  f.close();
+
+  MainWindow w;
+  w.setInteractive(false);
+  QVERIFY(w.waitForIdle(30000));
+  w.openFiles({path});
+  QVERIFY(w.waitForIdle(30000));
+  QTRY_VERIFY_WITH_TIMEOUT(w.currentTensor().source == path, 10000);
+  QVERIFY(w.waitForIdle(30000));
+  QCOMPARE(w.currentTensor().storedScheme, QStringLiteral("e4m3fn/block:128x128"));
+  const auto& schemes = w.errorPanel()->schemes();
+  QVERIFY(!schemes.empty());
+  QCOMPARE(QString::fromStdString(schemes.back().text), QStringLiteral("stored:e4m3fn/block:128x128"));
+  const auto view = w.errorPanel()->view(int(schemes.size()) - 1);
+  QVERIFY(view);
+  QVERIFY2(std::isinf(view->metrics.sqnr_db()), qPrintable(QString::number(view->metrics.sqnr_db())));  // exact
+  QVERIFY2(w.errorPanel()->statusText().contains(QStringLiteral("re-quantized")), qPrintable(w.errorPanel()->statusText()));
+  // A plain tensor afterwards: the stored row goes away.
+  w.applyPreset(QStringLiteral("outliers-int8"));
+  QVERIFY(w.waitForIdle(30000));
+  for (const auto& sch : w.errorPanel()->schemes()) QVERIFY(sch.text.rfind("stored:", 0) != 0);
 }
 
 void TestMainWindow::reportIntoUnwritableFolder() {

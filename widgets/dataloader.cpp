@@ -2,6 +2,8 @@
 // through queued signals, and only the newest request's result is delivered.
 #include "dataloader.h"
 
+#include "io/prequant.h"
+
 #include <QCoreApplication>
 #include <QDeadlineTimer>
 #include <QFileInfo>
@@ -95,6 +97,13 @@ void DataLoader::loadTensor(const QString& path, const QString& tensor) {
       d.name = tensor;
       d.shape = info.shape.empty() ? std::vector<int64_t>{1} : info.shape;
       d.values = std::move(values);
+      // A pre-quantized weight: its stored scheme (the Error tab adds it as a row) and the re-quantization
+      // check, as `analyze` prints it.
+      if (const auto* pq = dynamic_cast<const qs::PrequantizedFile*>(file.get()))
+        if (const qs::PrequantInfo* p = pq->prequant(i)) {
+          d.storedScheme = QString::fromStdString(p->scheme);
+          d.storedSummary = QString::fromStdString(qs::requant_summary(info.name, *p, pq->requantize_check(i)));
+        }
       return [this, d] { emit loaded(d); };
     }
     throw qs::IoError(path.toStdString() + ": no tensor named '" + tensor.toStdString() + "'");

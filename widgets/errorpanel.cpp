@@ -402,6 +402,7 @@ void ErrorPanel::refresh() {
       status += QStringLiteral(" · <span style='color:#b71c1c'>%1 NaN, %2 +inf, %3 −inf: counted, not quantized into "
                                "the error histograms</span>")
                     .arg(errortext::count(any->nan), errortext::count(any->pos_inf), errortext::count(any->neg_inf));
+    if (!m_tensor.storedSummary.isEmpty()) status += QStringLiteral(" · ") + m_tensor.storedSummary.toHtmlEscaped();
     if (m_schemes.empty()) status += QStringLiteral(" · add schemes to compare in the setup dock");
     else if (m_busy && !m_pendingKeys.isEmpty())
       status += QStringLiteral(" · computing %1 scheme%2…").arg(m_pendingKeys.size()).arg(m_pendingKeys.size() == 1 ? "" : "s");

@@ -448,6 +448,17 @@ void MainWindow::applySchemes() {
   std::vector<qs::Scheme> schemes;
   QString why;
   if (!m_setup->schemeList()->schemes(&schemes, &why)) return;  // the row shows why
+  // A weight read from a pre-quantized checkpoint: its stored scheme is a row of its own ("stored:…"), beside
+  // the user's schemes, as in `analyze` (its SQNR says how exactly the stored scheme reproduces the weight).
+  if (!m_tensor.storedScheme.isEmpty()) {
+    try {
+      qs::Scheme stored = qs::parse_scheme(m_tensor.storedScheme.toStdString());
+      stored.text = "stored:" + stored.text;
+      schemes.push_back(stored);
+    } catch (const std::exception& e) {
+      log(QStringLiteral("stored scheme %1 not shown: %2").arg(m_tensor.storedScheme, QString::fromUtf8(e.what())));
+    }
+  }
   m_error->setSchemes(schemes);
 }
 
@@ -466,7 +477,10 @@ bool MainWindow::analyseFile(const QString& path) {
 }
 
 void MainWindow::onTensorLoaded(const TensorData& d) {
+  const bool storedChanged = d.storedScheme != m_tensor.storedScheme;
   m_tensor = d;
+  if (storedChanged) applySchemes();  // the stored row comes or goes with the tensor
+  if (!d.storedSummary.isEmpty()) log(d.storedSummary);
   log(QStringLiteral("Data: %1%2 (%3 values)")
           .arg(d.source == u"synthetic" ? QString() : QDir::toNativeSeparators(d.source) + QStringLiteral(" → "), d.name)
           .arg(d.size()));

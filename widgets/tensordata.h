@@ -14,6 +14,10 @@ struct TensorData {
   QString name;    // tensor name in the file, or the synthetic description
   std::shared_ptr<const std::vector<float>> values;  // float32, C order
   std::vector<int64_t> shape;
+  // A weight of a pre-quantized checkpoint (io/prequant.h): the stored scheme in QuantScope's spelling
+  // ("e4m3fn/block:128x128"; empty otherwise or when QuantScope has no matching scheme) and the line that
+  // says whether re-quantizing it gives the stored codes and scales back.
+  QString storedScheme, storedSummary;
 
   bool isEmpty() const { return !values || values->empty(); }
   std::size_t size() const { return values ? values->size() : 0; }
