@@ -213,12 +213,16 @@ void tst_TrainingPanel::invalidInputShowsAMessage() {
   QVERIFY(!m_panel->startRun(bad, true));
   QVERIFY(m_panel->statusText().contains(QStringLiteral("grid optimizer")));
   QCOMPARE(m_panel->runCount(), runs);
-  // Still usable afterwards.
-  QString err;
+  // Still usable afterwards: the valid configuration reads back without an error (the error string starts
+  // non-empty, so a config() that forgot to clear it, or failed, is caught), and a run starts.
+  QString err = QStringLiteral("unset");
   m_panel->setConfig(tiny(1), true);
-  QVERIFY(err.isEmpty());
-  QCOMPARE(m_panel->config(&err).epochs, 1);
-  QVERIFY2(err.isEmpty(), qPrintable(err));
+  const qs::TrainConfig back = m_panel->config(&err);
+  QVERIFY2(err.isEmpty() || err == u"unset", qPrintable(err));
+  QCOMPARE(back.epochs, 1);
+  QVERIFY(m_panel->startRun(tiny(1), true));
+  QTRY_VERIFY_WITH_TIMEOUT(!m_panel->isRunning(), 60000);
+  QCOMPARE(m_panel->runCount(), runs + 1);
 }
 
 void tst_TrainingPanel::divergingRunKeepsItsSteps() {
