@@ -43,6 +43,9 @@ QStringList layoutProblems(QWidget* root, const QString& where) {
   for (QCustomPlot* plot : root->findChildren<QCustomPlot*>()) {
     if (!plot->isVisible()) continue;
     plot->replot();
+    // Room for the data: a plot squeezed until its titles and legend eat the axis rect shows nothing.
+    if (plot->axisRect()->height() < 40)
+      problems << QStringLiteral("%1: plot '%2' has a %3 px high data area").arg(where, plot->objectName()).arg(plot->axisRect()->height());
     for (QCPLayoutElement* el : plot->plotLayout()->elements(true)) {
       auto* t = qobject_cast<QCPTextElement*>(el);
       if (!t || !t->visible()) continue;

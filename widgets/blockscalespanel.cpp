@@ -18,6 +18,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QThread>
 #include <QTimer>
@@ -240,7 +241,7 @@ void BlockScalesPanel::buildUi() {
     p->setMinimumSize(220, 110);
     for (QCPAxis* a : {p->xAxis, p->yAxis}) plotstyle::styleGrid(a);
   }
-  plotstyle::addTitle(m_sweep, QStringLiteral("SQNR against the block size"));
+  plotstyle::addTitle(m_sweep, QStringLiteral("SQNR against the block size (colours as in the table)"));
   m_sweep->xAxis->setLabel(QStringLiteral("block size"));
   m_sweep->yAxis->setLabel(QStringLiteral("SQNR (dB)"));
   m_sweep->xAxis->setScaleType(QCPAxis::stLogarithmic);
@@ -250,8 +251,7 @@ void BlockScalesPanel::buildUi() {
     m_sweep->xAxis->setTicker(t);
     m_sweep->xAxis->setRange(12, 170);
   }
-  plotstyle::styleLegend(m_sweep, 7);
-  plotstyle::placeLegendBelow(m_sweep, 4);
+  m_sweep->legend->setVisible(false);  // the rules' colours are the table's (its rule column is coloured)
   plotstyle::addTitle(m_exponents, QStringLiteral("Chosen block scales"));
   m_exponents->xAxis->setLabel(QStringLiteral("floor(log2 scale)"));
   m_exponents->yAxis->setLabel(QStringLiteral("blocks"));
@@ -261,8 +261,7 @@ void BlockScalesPanel::buildUi() {
     t->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
     m_exponents->xAxis->setTicker(t);
   }
-  plotstyle::styleLegend(m_exponents, 7);
-  plotstyle::placeLegendBelow(m_exponents, 4);
+  m_exponents->legend->setVisible(false);
   plotstyle::addTitle(m_mapPlot, QStringLiteral("Every block"));
   m_mapPlot->xAxis->setLabel(QStringLiteral("block along the row"));
   m_mapPlot->yAxis->setLabel(QStringLiteral("row"));
@@ -325,18 +324,20 @@ void BlockScalesPanel::buildUi() {
   inspectorLayout->addWidget(inspectorTitle);
   inspectorLayout->addWidget(m_inspector, 1);
 
-  auto* top = new QSplitter(Qt::Horizontal);
-  top->addWidget(m_sweep);
-  top->addWidget(m_exponents);
-  auto* bottom = new QSplitter(Qt::Horizontal);
-  bottom->addWidget(mapSide);
-  bottom->addWidget(inspectorSide);
-  bottom->setStretchFactor(0, 3);
-  bottom->setStretchFactor(1, 2);
-  auto* plots = new QSplitter(Qt::Vertical);
-  plots->addWidget(top);
-  plots->addWidget(bottom);
-
+  // Below the table, one view at a time with the whole height: a laptop screen leaves no room for four.
+  auto* scalesPage = new QSplitter(Qt::Horizontal);
+  scalesPage->addWidget(m_sweep);
+  scalesPage->addWidget(m_exponents);
+  auto* blocksPage = new QSplitter(Qt::Horizontal);
+  blocksPage->addWidget(mapSide);
+  blocksPage->addWidget(inspectorSide);
+  blocksPage->setStretchFactor(0, 3);
+  blocksPage->setStretchFactor(1, 2);
+  auto* plots = new QTabWidget;
+  plots->setObjectName(QStringLiteral("blockViews"));
+  plots->setDocumentMode(true);
+  plots->addTab(blocksPage, QStringLiteral("Every block and the inspector"));
+  plots->addTab(scalesPage, QStringLiteral("Block size sweep and chosen scales"));
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(10, 8, 10, 4);
   layout->addLayout(bar);
@@ -413,6 +414,10 @@ bool BlockScalesPanel::setFamily(Family f, const QString& element, int block, QS
   compute();
   return true;
 }
+
+BlockScalesPanel::Family BlockScalesPanel::family() const { return Family(m_familyBox->currentIndex()); }
+QString BlockScalesPanel::element() const { return m_elementBox->currentText(); }
+int BlockScalesPanel::blockSize() const { return m_blockBox->currentData().toInt(); }
 
 void BlockScalesPanel::compute() {
   if (m_busy) {

@@ -62,6 +62,9 @@ public:
   // The schemes a family compares at a block size ("e2m1fn/block:32:e8m0fnu", "…:ceil", …).
   static std::vector<std::pair<QString, QString>> ruleSchemes(Family f, const QString& element, int block);
   bool setFamily(Family f, const QString& element, int block, QString* error = nullptr);
+  Family family() const;
+  QString element() const;
+  int blockSize() const;
 
   void compute();
   void cancel();

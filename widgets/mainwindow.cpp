@@ -525,6 +525,9 @@ ViewSettings MainWindow::currentSettings() const {
     s.modelLo = m_heatmap->colorRange().first;
     s.modelHi = m_heatmap->colorRange().second;
   }
+  s.blockFamily = m_blockScales->family() == BlockScalesPanel::Family::Nvfp4 ? QStringLiteral("nvfp4") : QStringLiteral("mx");
+  s.blockElement = m_blockScales->element();
+  s.blockSize = m_blockScales->blockSize();
   {
     const ObserversPanel::Config oc = m_observers->config();
     ViewSettings::Observe& ob = s.observe;
@@ -616,6 +619,8 @@ bool MainWindow::applySettings(const ViewSettings& s, QString* error) {
   if (!s.modelFile.isEmpty()) analyseFile(s.modelFile);
   m_observers->setConfig(observe);
   if (s.observe.run) m_observers->start();
+  m_blockScales->setFamily(s.blockFamily == u"nvfp4" ? BlockScalesPanel::Family::Nvfp4 : BlockScalesPanel::Family::Mx,
+                           s.blockElement, s.blockSize);
   m_tabs->setCurrentIndex(kTabNames.indexOf(s.tab));
   showDemo(s);
   return true;

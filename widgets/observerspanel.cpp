@@ -192,14 +192,16 @@ void ObserversPanel::buildUi() {
   side->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   side->setFixedWidth(sideContent->width() + side->style()->pixelMetric(QStyle::PM_ScrollBarExtent));
 
-  auto* plots = new QVBoxLayout;
+  // The clip trajectory across the top (with the one legend), SQNR and clipped values side by side below:
+  // two rows leave each plot room for its data at 1280 x 720.
+  auto* plots = new QGridLayout;
   plots->setSpacing(4);
   const char* names[] = {"observerScalePlot", "observerSqnrPlot", "observerClippedPlot"};
   const char* yLabels[] = {"clip magnitude (log)", "SQNR of the batch (dB)", "clipped values (log)"};
   for (int i = 0; i < kPlotCount; ++i) {
     auto* p = new QCustomPlot;
     p->setObjectName(QString::fromLatin1(names[i]));
-    p->setMinimumSize(300, 130);
+    p->setMinimumSize(i == int(Plot::Scale) ? 300 : 200, 130);
     plotstyle::addTitle(p, title(Plot(i)));
     p->xAxis->setLabel(QStringLiteral("batch"));
     p->yAxis->setLabel(QString::fromUtf8(yLabels[i]));
@@ -221,7 +223,8 @@ void ObserversPanel::buildUi() {
     const Plot which = Plot(i);
     plotexport::installContextMenu(p, stem(which), [this] { return csv(); }, title(which));
     m_plots[i] = p;
-    plots->addWidget(p, 1);
+    if (i == int(Plot::Scale)) plots->addWidget(p, 0, 0, 1, 2);
+    else plots->addWidget(p, 1, i - 1);
   }
   m_plots[int(Plot::Scale)]->setWhatsThis(
       QStringLiteral("The clipping magnitude each observer chose for each batch (the scale is it over the format's "

@@ -53,6 +53,9 @@ QJsonObject ViewSettings::toJson() const {
                                                      {QStringLiteral("log_counts"), logCounts},
                                                      {QStringLiteral("grid"), gridGroup},
                                                      {QStringLiteral("bins"), bins}});
+  o.insert(QStringLiteral("block_scales"), QJsonObject{{QStringLiteral("family"), blockFamily},
+                                                       {QStringLiteral("element"), blockElement},
+                                                       {QStringLiteral("block"), blockSize}});
   {
     QJsonArray spikes;
     for (qint64 b : observe.spikes) spikes.append(double(b));
@@ -228,6 +231,22 @@ bool ViewSettings::fromJson(const QJsonObject& o, ViewSettings* out, QString* er
     if (!colours.contains(s.modelColours))
       return fail(QStringLiteral("model: 'colours' must be one of %1").arg(colours.join(QStringLiteral(", "))));
     if (s.modelColours == u"fixed" && !(s.modelHi > s.modelLo)) return fail(QStringLiteral("model: 'hi' must be above 'lo'"));
+  }
+  if (o.contains(QStringLiteral("block_scales"))) {
+    if (!o.value(QStringLiteral("block_scales")).isObject()) return fail(QStringLiteral("'block_scales' must be an object"));
+    const QJsonObject b = o.value(QStringLiteral("block_scales")).toObject();
+    double size = s.blockSize;
+    if (!readString(b, "family", &s.blockFamily, &why) || !readString(b, "element", &s.blockElement, &why) ||
+        !readNumber(b, "block", 16, 128, &size, &why))
+      return fail(QStringLiteral("block_scales: ") + why);
+    s.blockSize = int(size);
+    if (s.blockFamily != u"mx" && s.blockFamily != u"nvfp4") return fail(QStringLiteral("block_scales: 'family' must be mx or nvfp4"));
+    static const QStringList elements = {QStringLiteral("e2m1fn"), QStringLiteral("e2m3fn"), QStringLiteral("e3m2fn"),
+                                         QStringLiteral("e4m3fn"), QStringLiteral("e5m2"), QStringLiteral("int8")};
+    if (!elements.contains(s.blockElement))
+      return fail(QStringLiteral("block_scales: 'element' must be one of %1").arg(elements.join(QStringLiteral(", "))));
+    if (s.blockSize != 16 && s.blockSize != 32 && s.blockSize != 64 && s.blockSize != 128)
+      return fail(QStringLiteral("block_scales: 'block' must be 16, 32, 64 or 128"));
   }
   if (o.contains(QStringLiteral("observe"))) {
     if (!o.value(QStringLiteral("observe")).isObject()) return fail(QStringLiteral("'observe' must be an object"));

@@ -57,6 +57,10 @@ struct ViewSettings {
   QString modelOrder = QStringLiteral("file");      // file | name | size | worst
   QString modelColours = QStringLiteral("auto");    // auto | full | fixed
   double modelLo = 0, modelHi = 60;                 // dB, for fixed
+  // Block scales tab: the family (mx | nvfp4), its element format and block size
+  QString blockFamily = QStringLiteral("mx");
+  QString blockElement = QStringLiteral("e2m1fn");
+  int blockSize = 32;
   // Observers tab: the stream (quantscope-cli observe's options); `observeRun` starts it on load
   struct Observe {
     QString format = QStringLiteral("e4m3fn");
