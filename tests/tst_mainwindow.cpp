@@ -701,10 +701,25 @@ void TestMainWindow::prequantizedWeightShowsStoredScheme() {
   QVERIFY(view);
   QVERIFY2(std::isinf(view->metrics.sqnr_db()), qPrintable(QString::number(view->metrics.sqnr_db())));  // exact
   QVERIFY2(w.errorPanel()->statusText().contains(QStringLiteral("re-quantized")), qPrintable(w.errorPanel()->statusText()));
+  // The stored codes' usage: one count per e4m3fn code, adding up to the weight's elements; every code the
+  // file holds is counted under its own value.
+  const TensorData& t = w.currentTensor();
+  QCOMPARE(t.storedCodeValues.size(), qsizetype(256));
+  double total = 0;
+  for (double c : t.storedCodeCounts) total += c;
+  QCOMPARE(total, double(R * C));
+  std::vector<int> expect(256, 0);
+  for (int i = 0; i < R * C; ++i) ++expect[uint8_t(codes[i])];
+  for (int c = 0; c < 256; ++c) QCOMPARE(t.storedCodeCounts[c], double(expect[std::size_t(c)]));
+  QCOMPARE(t.storedCodeValues[0x7E], 448.0);
+  QVERIFY(w.errorPanel()->storedCodesPlot()->isVisibleTo(w.errorPanel()));
+  // The third plot keeps the window inside a 1280 x 720 screen (it first widened it to 1434 px).
+  QVERIFY2(w.minimumSizeHint().width() <= 1280, qPrintable(QString::number(w.minimumSizeHint().width())));
   // A plain tensor afterwards: the stored row goes away.
   w.applyPreset(QStringLiteral("outliers-int8"));
   QVERIFY(w.waitForIdle(30000));
   for (const auto& sch : w.errorPanel()->schemes()) QVERIFY(sch.text.rfind("stored:", 0) != 0);
+  QVERIFY(!w.errorPanel()->storedCodesPlot()->isVisibleTo(w.errorPanel()));
 }
 
 void TestMainWindow::reportIntoUnwritableFolder() {

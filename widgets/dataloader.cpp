@@ -103,6 +103,15 @@ void DataLoader::loadTensor(const QString& path, const QString& tensor) {
         if (const qs::PrequantInfo* p = pq->prequant(i)) {
           d.storedScheme = QString::fromStdString(p->scheme);
           d.storedSummary = QString::fromStdString(qs::requant_summary(info.name, *p, pq->requantize_check(i)));
+          // The codes' usage: how many elements hold each code (the code-usage plot of the Error tab).
+          if (!p->code_values.empty()) {
+            const std::vector<uint32_t> codes = pq->codes(i);
+            QVector<double> counts(qsizetype(p->code_values.size()), 0.0);
+            for (uint32_t c : codes)
+              if (c < uint32_t(counts.size())) counts[qsizetype(c)] += 1;
+            d.storedCodeValues = QVector<double>(p->code_values.begin(), p->code_values.end());
+            d.storedCodeCounts = counts;
+          }
         }
       return [this, d] { emit loaded(d); };
     }

@@ -46,7 +46,7 @@ int exponentOf(int bin) { return bin - 127; }  // bin 0 (subnormals) is drawn at
 }  // namespace
 
 ErrorHistogramPlot::ErrorHistogramPlot(QWidget* parent) : QCustomPlot(parent) {
-  setMinimumSize(420, 220);
+  setMinimumSize(280, 220);
   setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   setMouseTracking(true);  // hover tips
   std::tie(m_title, m_subtitle) = plotstyle::addTitleAndSubtitle(this);

@@ -2,10 +2,15 @@
 // and the report export. Exercise: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_errorpanel`.
 #include "errorpanel.h"
 
+#include <qcustomplot.h>
+
+#include <map>
+
 #include "elidedlabel.h"
 #include "errormetricstable.h"
 #include "errortext.h"
 #include "plotexport.h"
+#include "plotstyle.h"
 #include "schemepalette.h"
 #include "valuehistogramplot.h"
 
@@ -148,9 +153,30 @@ void ErrorPanel::buildUi() {
   bar->addWidget(m_cancelButton);
   bar->addWidget(m_exportButton);
 
+  m_codesPlot = new QCustomPlot;
+  m_codesPlot->setObjectName(QStringLiteral("storedCodesPlot"));
+  m_codesPlot->setMinimumSize(170, 220);
+  plotstyle::addTitle(m_codesPlot, QStringLiteral("Stored codes"));
+  m_codesPlot->xAxis->setLabel(QStringLiteral("code, in value order"));
+  m_codesPlot->yAxis->setLabel(QStringLiteral("elements"));
+  m_codesPlot->yAxis->setScaleType(QCPAxis::stLogarithmic);
+  m_codesPlot->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+  for (QCPAxis* a : {m_codesPlot->xAxis, m_codesPlot->yAxis}) plotstyle::styleGrid(a);
+  m_codesPlot->setWhatsThis(QStringLiteral("A weight read from a pre-quantized checkpoint: how many of its elements hold "
+                                           "each stored code, by the code's value on the element grid (unused codes: "
+                                           "no bar). Shown only for such a weight."));
+  plotexport::installContextMenu(m_codesPlot, QStringLiteral("stored-codes"), [this] {
+    QByteArray out("code_value,elements\n");
+    for (qsizetype i = 0; i < m_tensor.storedCodeValues.size(); ++i)
+      out += plotexport::number(m_tensor.storedCodeValues[i]) + ',' +
+             QByteArray::number(qlonglong(m_tensor.storedCodeCounts.value(i))) + '\n';
+    return out;
+  }, QStringLiteral("Stored codes"));
+  m_codesPlot->setVisible(false);
   auto* plots = new QSplitter(Qt::Horizontal);
   plots->addWidget(m_valuePlot);
   plots->addWidget(m_errorPlot);
+  plots->addWidget(m_codesPlot);
   plots->setChildrenCollapsible(false);
   plots->setStretchFactor(0, 1);
   plots->setStretchFactor(1, 1);
@@ -205,8 +231,53 @@ void ErrorPanel::setGridGroup(qs::GridGroup group) {
 
 void ErrorPanel::setThreads(int threads) { m_options.threads = std::max(1, threads); }
 
+void ErrorPanel::showStoredCodes() {
+  const auto& vals = m_tensor.storedCodeValues;
+  const auto& counts = m_tensor.storedCodeCounts;
+  m_codesPlot->setVisible(!vals.isEmpty() && vals.size() == counts.size());
+  if (!m_codesPlot->isVisibleTo(this)) return;
+  m_codesPlot->clearPlottables();
+  // One bar per distinct code value (NaN codes left out; +0 and -0 share a bar), width the grid's spacing.
+  std::map<double, double> byValue;
+  qsizetype used = 0;
+  double total = 0;
+  for (qsizetype i = 0; i < vals.size(); ++i) {
+    if (std::isnan(vals[i])) continue;
+    byValue[vals[i] == 0 ? 0.0 : vals[i]] += counts[i];
+    used += counts[i] > 0;
+    total += counts[i];
+  }
+  // Codes in value order, evenly spaced (a float grid crowds its codes near zero on a value axis); a few
+  // ticks name the values.
+  auto* bars = new QCPBars(m_codesPlot->xAxis, m_codesPlot->yAxis);
+  bars->setPen(Qt::NoPen);
+  bars->setBrush(QColor(44, 160, 44));
+  bars->setWidth(0.8);
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  const int n = int(byValue.size());
+  int rank = 0;
+  double top = 1;
+  for (const auto& [v, c] : byValue) {
+    if (c > 0) bars->addData(rank, c);
+    top = std::max(top, c);
+    if (rank == 0 || rank == n / 2 || rank == n - 1)  // the ends and the middle: room for three labels
+      ticker->addTick(rank, QString::number(v, 'g', 3).replace(u'-', u'−'));
+    ++rank;
+  }
+  m_codesPlot->xAxis->setTicker(ticker);
+  m_codesPlot->xAxis->setRange(-1, std::max(n, 1));
+  m_codesPlot->yAxis->setRange(0.8, top * 2);
+  plotstyle::setText(qobject_cast<QCPTextElement*>(m_codesPlot->plotLayout()->element(0, 0)),
+                     QStringLiteral("Stored codes · %1 of %2 used · %3 elements")
+                         .arg(used)
+                         .arg(vals.size())
+                         .arg(errortext::count(uint64_t(total))));
+  m_codesPlot->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void ErrorPanel::setTensor(const TensorData& tensor) {
   m_tensor = tensor;
+  showStoredCodes();
   clearCache();
   m_valuePlot->clearHistogram(tensor.isEmpty() ? QStringLiteral("no tensor selected") : QStringLiteral("computing…"));
   recompute();

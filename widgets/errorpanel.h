@@ -34,6 +34,8 @@ class QTableWidget;
 class QToolButton;
 class ValueHistogramPlot;
 
+class QCustomPlot;
+
 class ErrorPanel : public QWidget {
   Q_OBJECT
 
@@ -73,6 +75,9 @@ public:
 
   ValueHistogramPlot* valuePlot() const { return m_valuePlot; }
   ErrorHistogramPlot* errorPlot() const { return m_errorPlot; }
+  // A weight of a pre-quantized checkpoint: how many elements hold each stored code (shown beside the
+  // histograms only for such a tensor). Codes on the x axis in value order.
+  QCustomPlot* storedCodesPlot() const { return m_codesPlot; }
   ErrorMetricsTable* metricsTable() const { return m_table; }
 
   // Writes into `dir` (which must exist): error-histogram.{png,pdf,svg,csv} (absolute error),
@@ -123,6 +128,8 @@ private:
 
   ValueHistogramPlot* m_valuePlot = nullptr;
   ErrorHistogramPlot* m_errorPlot = nullptr;
+  QCustomPlot* m_codesPlot = nullptr;
+  void showStoredCodes();
   ErrorMetricsTable* m_table = nullptr;
   QComboBox* m_modeBox = nullptr;
   QComboBox* m_gridBox = nullptr;

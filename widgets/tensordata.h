@@ -4,6 +4,7 @@
 
 #include <QMetaType>
 #include <QString>
+#include <QVector>
 
 #include <cstdint>
 #include <memory>
@@ -18,6 +19,8 @@ struct TensorData {
   // ("e4m3fn/block:128x128"; empty otherwise or when QuantScope has no matching scheme) and the line that
   // says whether re-quantizing it gives the stored codes and scales back.
   QString storedScheme, storedSummary;
+  // Its stored codes: each code's value before scaling (the element grid) and how many elements use it.
+  QVector<double> storedCodeValues, storedCodeCounts;
 
   bool isEmpty() const { return !values || values->empty(); }
   std::size_t size() const { return values ? values->size() : 0; }

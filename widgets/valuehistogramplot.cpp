@@ -43,7 +43,7 @@ constexpr double kMaxStrip = 0.32;
 }  // namespace
 
 ValueHistogramPlot::ValueHistogramPlot(QWidget* parent) : QCustomPlot(parent) {
-  setMinimumSize(420, 220);
+  setMinimumSize(280, 220);
   setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   setMouseTracking(true);  // hover tips
   axisRect()->setRangeDrag(Qt::Horizontal);
