@@ -1,0 +1,494 @@
+// Error metrics (core/quant/metrics.h): MSE, SQNR, max / mean absolute error, the clipping and
+// rounding split, log2 histograms (absolute, relative, binade), merging and the histogram CSV rows.
+// Expected values are computed here (long double sums, std::ilogb bins), not taken from the engine.
+// Run: ctest --test-dir build -R tst_metrics (GoogleTest; the same rows as the former Qt Test suite, each
+// row's name in its failure messages), or build/tests/core/tst_metrics --gtest_filter='Metrics.Sums'
+#include "format/format.h"
+
+#include <gtest/gtest.h>
+
+#include "test_rng.h"
+#include "quant/metrics.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <numbers>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr uint64_t kDataSeed = 0x3e7a1c5eedULL;
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr double kU = DBL_EPSILON / 2;  // unit roundoff of double
+
+
+// A symmetric grid quantizer written here: q = clamp(round_half_even(x / s), -m, m) * s in double,
+// rounded to float; bound B = m * s. Clipped elements land exactly on +-B when B is a float.
+struct Grid {
+  double s = 0.05;
+  double m = 40;  // B = 2
+  float operator()(float x) const {
+    const double r = std::nearbyint(double(x) / s);
+    return static_cast<float>(std::clamp(r, -m, m) * s);
+  }
+  double bound() const { return m * s; }
+};
+
+// Seeded data: normal * sigma, and q from the grid (or q = x + small noise when grid is null).
+void makeData(std::size_t n, double sigma, uint64_t seed, const Grid& g, std::vector<float>& x, std::vector<float>& q) {
+  Rng r{seed};
+  x.resize(n);
+  q.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    x[i] = static_cast<float>(r.normal() * sigma);
+    q[i] = g(x[i]);
+  }
+}
+
+struct LongSums {
+  std::size_t count = 0;
+  long double x2 = 0, e2 = 0, abs_e = 0, max_abs_e = 0, clip2 = 0, round2 = 0;
+  uint64_t clipped = 0;
+};
+
+LongSums longSums(const std::vector<float>& x, const std::vector<float>& q, long double bound) {
+  LongSums s;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(x[i])) continue;
+    const long double xi = x[i], e = xi - (long double)q[i];
+    ++s.count;
+    s.x2 += xi * xi;
+    s.e2 += e * e;
+    s.abs_e += std::fabs(e);
+    s.max_abs_e = std::max(s.max_abs_e, std::fabs(e));
+    const long double c = std::clamp(xi, -bound, bound);
+    s.clip2 += (xi - c) * (xi - c);
+    s.round2 += (c - q[i]) * (c - q[i]);
+    if (std::fabs(xi) > bound) ++s.clipped;
+  }
+  return s;
+}
+
+// Recursive summation of n non-negative double terms (each term itself rounded once): relative
+// error at most (n + 1) u.
+double sumTol(std::size_t n) { return (double(n) + 1) * kU; }
+
+std::string g17(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// QTest's "%1" of a double (6 significant digits), for the row names.
+std::string g6(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+#define EXPECT_CLOSE(got, want, rel)                                                                         \
+  EXPECT_LE(std::fabs(double(got) - double(want)), (rel) * std::fabs(double(want)))                         \
+      << #got << " = " << g17(double(got)) << ", expected " << g17(double(want)) << " (relative tolerance " \
+      << double(rel) << ")"
+
+uint64_t histTotal(const qs::Log2Histogram& h) {
+  uint64_t t = h.zeros;
+  for (uint64_t c : h.counts) t += c;
+  return t;
+}
+
+// Count in the bin of binary exponent e.
+uint64_t binCount(const qs::Log2Histogram& h, int e) {
+  return h.counts[std::size_t(e - qs::Log2Histogram::kMinExp)];
+}
+
+// The only non-empty bin of h (kNone when empty, kZero when the only count is in zeros).
+constexpr int kNone = 1000, kZero = -1000;
+int onlyBin(const qs::Log2Histogram& h) {
+  if (histTotal(h) == 0) return kNone;
+  if (histTotal(h) != 1) return kNone - 1;
+  if (h.zeros) return kZero;
+  for (std::size_t i = 0; i < h.counts.size(); ++i)
+    if (h.counts[i]) return int(i) + qs::Log2Histogram::kMinExp;
+  return kNone;
+}
+
+}  // namespace
+
+// MSE, SQNR, max and mean absolute error on seeded data against long double sums.
+TEST(Metrics, Sums) {
+  for (int n : {1, 17, 1000, 100003})
+    for (double sigma : {0.01, 1.0, 300.0})
+      for (auto [step, levels] : {std::pair{0.05, 40.0}, std::pair{1.0 / 127, 127.0}, std::pair{0.25, 7.0}}) {
+        SCOPED_TRACE("n=" + std::to_string(n) + "/normal*" + g6(sigma) + "/grid " + g6(step) + " x " + g6(levels));
+        const Grid g{step, levels};
+        std::vector<float> x, q;
+        makeData(std::size_t(n), sigma, kDataSeed + uint64_t(n), g, x, q);
+        qs::ErrorMetrics m;
+        qs::accumulate_metrics(m, x.data(), q.data(), x.size(), float(step), g.bound());
+        const LongSums want = longSums(x, q, g.bound());
+        EXPECT_EQ(m.count, uint64_t(n));
+        // x - q is exact in double (two floats within 2^29 of each other's exponent), so the maximum is exact.
+        EXPECT_DOUBLE_EQ(m.max_abs_e, double(want.max_abs_e));
+        const double tol = sumTol(x.size()) + kU;
+        EXPECT_CLOSE(m.mse(), want.e2 / n, tol + kU);
+        EXPECT_CLOSE(m.mean_abs_error(), want.abs_e / n, tol + kU);
+        EXPECT_CLOSE(m.sum_x2, want.x2, tol);
+        EXPECT_EQ(m.clipped, want.clipped);
+        if (want.e2 == 0) {
+          EXPECT_EQ(m.sqnr_db(), std::numeric_limits<double>::infinity());
+        } else {
+          const long double db = 10 * std::log10(want.x2 / want.e2);
+          // Ratio of two sums, each within tol: 2 tol relative, 10 / ln 10 times that in dB, plus log10's ulps.
+          const double dbTol = 10 / std::numbers::ln10 * 2 * tol + 4 * DBL_EPSILON * std::fabs(double(db));
+          EXPECT_LE(std::fabs(m.sqnr_db() - double(db)), dbTol)
+              << "SQNR " << g17(m.sqnr_db()) << ", expected " << g17(double(db));
+        }
+      }
+}
+
+// q == x: no error, SQNR +inf, MSE and errors 0, every abs error in the zeros bin.
+TEST(Metrics, SqnrExactIsInfinite) {
+  std::vector<float> x, q;
+  makeData(1000, 1.0, kDataSeed, Grid{}, x, q);
+  x[10] = 0.0f;
+  qs::ErrorMetrics m;
+  qs::accumulate_metrics(m, x.data(), x.data(), x.size(), 1.0f, 1e30);
+  EXPECT_EQ(m.sqnr_db(), std::numeric_limits<double>::infinity());
+  EXPECT_DOUBLE_EQ(m.mse(), 0.0);
+  EXPECT_DOUBLE_EQ(m.max_abs_e, 0.0);
+  EXPECT_DOUBLE_EQ(m.mean_abs_error(), 0.0);
+  EXPECT_EQ(m.abs_error.zeros, uint64_t(x.size()));
+  EXPECT_EQ(m.clipped, uint64_t(0));
+  // All zeros and exact: still +inf (nothing lost), not NaN.
+  const std::vector<float> z(8, 0.0f);
+  qs::ErrorMetrics mz;
+  qs::accumulate_metrics(mz, z.data(), z.data(), z.size(), 1.0f, 1.0);
+  EXPECT_EQ(mz.sqnr_db(), std::numeric_limits<double>::infinity());
+}
+
+TEST(Metrics, SqnrEmptyIsNan) {
+  qs::ErrorMetrics m;
+  EXPECT_TRUE(std::isnan(m.sqnr_db()));
+  EXPECT_DOUBLE_EQ(m.mse(), 0.0);
+  EXPECT_DOUBLE_EQ(m.mean_abs_error(), 0.0);
+  const float x[] = {kNaN, kInf}, q[] = {0, 0};
+  qs::accumulate_metrics(m, x, q, 2, 1.0f, 1.0);
+  EXPECT_EQ(m.count, uint64_t(0));
+  EXPECT_TRUE(std::isnan(m.sqnr_db()));
+}
+
+// Clipped elements are clamped exactly to +-B (the grid's top is B): each element has one kind of
+// error only, so sum clip^2 + sum round^2 = sum e^2 up to the summation error of the three sums;
+// each part matches its long double sum and `clipped` counts |x| > B.
+TEST(Metrics, ClipRoundSplit) {
+  for (double sigma : {0.5, 1.0, 3.0})
+    for (auto [step, levels] : {std::pair{0.0625, 16.0}, std::pair{0.25, 7.0}, std::pair{0.5, 3.0}}) {
+      SCOPED_TRACE("normal*" + g6(sigma) + "/grid " + g6(step) + " x " + g6(levels));
+      const Grid g{step, levels};
+      std::vector<float> x, q;
+      makeData(50000, sigma, kDataSeed + 3, g, x, q);
+      qs::ErrorMetrics m;
+      qs::accumulate_metrics(m, x.data(), q.data(), x.size(), float(step), g.bound());
+      const LongSums want = longSums(x, q, g.bound());
+      EXPECT_GT(want.clipped, 0u) << "row without clipping";
+      EXPECT_CLOSE(want.clip2 + want.round2, want.e2, 1e-15L);  // the premise, in long double
+      const double tol = sumTol(x.size());
+      EXPECT_CLOSE(m.sum_clip2 + m.sum_round2, m.sum_e2, 3 * tol);
+      EXPECT_CLOSE(m.sum_clip2, want.clip2, tol);
+      EXPECT_CLOSE(m.sum_round2, want.round2, tol);
+      EXPECT_EQ(m.clipped, want.clipped);
+    }
+}
+
+// Dyadic data with few bits (multiples of 1/16 below 2^10): every square and every partial sum is
+// exact in double, so the split is exactly equal.
+TEST(Metrics, ClipRoundSplitExactDyadic) {
+  Rng r{kDataSeed + 4};
+  const Grid g{0.5, 6};  // B = 3
+  std::vector<float> x(4096), q(4096);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = float(int(r.next() % 161) - 80) / 16.0f;  // [-5, 5] in steps of 1/16
+    q[i] = g(x[i]);
+  }
+  qs::ErrorMetrics m;
+  qs::accumulate_metrics(m, x.data(), q.data(), x.size(), 0.5f, g.bound());
+  EXPECT_GT(m.clipped, 0u);
+  EXPECT_DOUBLE_EQ(m.sum_clip2 + m.sum_round2, m.sum_e2);
+  const LongSums want = longSums(x, q, g.bound());
+  EXPECT_DOUBLE_EQ(m.sum_e2, double(want.e2));
+  EXPECT_DOUBLE_EQ(m.sum_clip2, double(want.clip2));
+  EXPECT_DOUBLE_EQ(m.sum_round2, double(want.round2));
+}
+
+// When a clipped element is also rounded inward (B not on the grid), its error has both parts with
+// the same sign: e^2 = c^2 + r^2 + 2 c r > c^2 + r^2. Known values: B = 2.5, grid of 1, x = 4 -> q = 2:
+// clip 1.5, round 0.5, e 2.
+TEST(Metrics, ClipRoundBothKinds) {
+  const float x[] = {4.0f, -4.0f, 1.25f};
+  const float q[] = {2.0f, -2.0f, 1.0f};
+  qs::ErrorMetrics m;
+  qs::accumulate_metrics(m, x, q, 3, 1.0f, 2.5);
+  EXPECT_DOUBLE_EQ(m.sum_e2, 4.0 + 4.0 + 0.0625);
+  EXPECT_DOUBLE_EQ(m.sum_clip2, 2.25 + 2.25);
+  EXPECT_DOUBLE_EQ(m.sum_round2, 0.25 + 0.25 + 0.0625);
+  EXPECT_GT(m.sum_e2, m.sum_clip2 + m.sum_round2);
+  EXPECT_EQ(m.clipped, uint64_t(2));
+}
+
+// |x| == B is not clipped; the next float above is.
+TEST(Metrics, ClippedCountsStrictlyAbove) {
+  const float B = 448.0f;
+  const float x[] = {B, -B, std::nextafter(B, 1e9f), -std::nextafter(B, 1e9f), 1.0f, 0.0f};
+  const float q[] = {B, -B, B, -B, 1.0f, 0.0f};
+  qs::ErrorMetrics m;
+  qs::accumulate_metrics(m, x, q, 6, 1.0f, B);
+  EXPECT_EQ(m.clipped, uint64_t(2));
+  const double d = double(std::nextafter(B, 1e9f)) - B;
+  EXPECT_DOUBLE_EQ(m.sum_clip2, 2 * d * d);
+  EXPECT_DOUBLE_EQ(m.sum_round2, 0.0);
+}
+
+// One element at a time: the bin each histogram puts it in, against the exponent given by the row
+// (worked out by hand) and by std::ilogb of the same float.
+TEST(Metrics, HistogramBins) {
+  struct Row {
+    const char* row;
+    float x, q, scale;
+    int absBin;     // binary exponent of |x - q| (kZero: the zeros bin)
+    int relBin;     // of |x - q| / |x| (kNone: x = 0, not checked)
+    int binadeBin;  // of |x / scale|
+  };
+  const Row rows[] = {
+      {"|e|=0.75 -> [0.5,1)", 3.0f, 2.25f, 1.0f, -1, -2, 1},
+      {"|e|=0.5 -> [0.5,1)", -2.5f, -2.0f, 0.5f, -1, -3, 2},
+      {"|e|=1 -> [1,2)", 5.0f, 4.0f, 1.0f, 0, -3, 2},
+      {"|e|=0.999 -> [0.5,1)", 1.999f, 1.0f, 2.0f, -1, -2, -1},
+      {"e=0 -> zeros", 6.0f, 6.0f, 1.0f, kZero, kZero, 2},
+      {"x=0 q=0 -> zeros", 0.0f, 0.0f, 1.0f, kZero, kNone, kZero},
+      {"x=-0 -> zeros", -0.0f, 0.0f, 1.0f, kZero, kNone, kZero},
+      {"big error 2^100", 0x1p100f, 0.0f, 0x1p90f, 100, 0, 10},
+      // float32 subnormals: errors and scaled values below 2^-126 keep their true binade.
+      {"subnormal e 2^-140", 0x1p-140f, 0.0f, 1.0f, -140, 0, -140},
+      {"subnormal e 3*2^-149", 0x1p-147f, 0x1p-149f, 1.0f, -148, -1, -147},
+      {"smallest subnormal e 2^-149", 0x1p-149f, 0.0f, 1.0f, -149, 0, -149},
+      {"normal x, subnormal e", 0x1.000002p-126f, 0x1p-126f, 1.0f, -149, -24, -126},
+      {"scaled value subnormal", 0x1p-130f, 0x1p-130f, 0x1p10f, kZero, kZero, -140},
+      {"rel error 2^100", 0x1p-90f, 0x1p10f, 1.0f, 10, 100, -90},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.row);
+    const float x = r.x, q = r.q, scale = r.scale;
+    // The rows' hand-worked exponents agree with ilogb.
+    const float ae = static_cast<float>(std::fabs(double(x) - double(q)));
+    EXPECT_EQ(r.absBin, ae == 0 ? kZero : std::ilogb(ae));
+    if (x != 0) {
+      EXPECT_EQ(r.relBin,
+                ae == 0 ? kZero : std::ilogb(static_cast<float>(std::fabs(double(x) - double(q)) / std::fabs(double(x)))));
+    }
+    EXPECT_EQ(r.binadeBin, x == 0 ? kZero : std::ilogb(x / scale));
+
+    qs::ErrorMetrics m;
+    qs::accumulate_metrics(m, &x, &q, 1, scale, 1e300);
+    EXPECT_EQ(m.count, uint64_t(1));
+    EXPECT_EQ(onlyBin(m.abs_error), r.absBin);
+    if (r.relBin != kNone) {
+      EXPECT_EQ(onlyBin(m.rel_error), r.relBin);
+    }
+    EXPECT_EQ(onlyBin(m.binade), r.binadeBin);
+    if (r.absBin != kZero) {
+      EXPECT_EQ(binCount(m.abs_error, r.absBin), uint64_t(1));
+    }
+  }
+}
+
+// Over seeded data with zeros: every finite element is in exactly one bin (or zeros) of the absolute
+// error and binade histograms; the bins hold the counts of a direct ilogb tally.
+TEST(Metrics, HistogramTotals) {
+  std::vector<float> x, q;
+  const Grid g{0.01, 100};
+  makeData(20000, 2.0, kDataSeed + 5, g, x, q);
+  for (std::size_t i = 0; i < x.size(); i += 97) x[i] = 0.0f, q[i] = 0.0f;
+  qs::ErrorMetrics m;
+  qs::accumulate_metrics(m, x.data(), q.data(), x.size(), 0.01f, g.bound());
+  EXPECT_EQ(histTotal(m.abs_error), uint64_t(x.size()));
+  EXPECT_EQ(histTotal(m.binade), uint64_t(x.size()));
+  std::vector<uint64_t> absTally(m.abs_error.counts.size()), binTally(m.binade.counts.size());
+  uint64_t absZeros = 0, binZeros = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float ae = static_cast<float>(std::fabs(double(x[i]) - double(q[i])));
+    if (ae == 0) ++absZeros;
+    else absTally[std::size_t(std::ilogb(ae) - qs::Log2Histogram::kMinExp)]++;
+    const float sv = x[i] / 0.01f;
+    if (sv == 0) ++binZeros;
+    else binTally[std::size_t(std::ilogb(sv) - qs::Log2Histogram::kMinExp)]++;
+  }
+  EXPECT_EQ(m.abs_error.zeros, absZeros);
+  EXPECT_EQ(m.binade.zeros, binZeros);
+  EXPECT_TRUE(std::equal(absTally.begin(), absTally.end(), m.abs_error.counts.begin()));
+  EXPECT_TRUE(std::equal(binTally.begin(), binTally.end(), m.binade.counts.begin()));
+}
+
+// Accumulating pieces into separate metrics and merging with += gives the counts, maximum and
+// histograms of one call over everything, and the sums to rounding.
+TEST(Metrics, MergeEqualsOneCall) {
+  for (int pieces : {2, 3, 7}) {
+    SCOPED_TRACE(std::to_string(pieces) + " pieces");
+    std::vector<float> x, q;
+    const Grid g{0.1, 20};
+    makeData(10007, 1.5, kDataSeed + 6, g, x, q);
+    x[5] = kNaN;
+    qs::ErrorMetrics whole;
+    qs::accumulate_metrics(whole, x.data(), q.data(), x.size(), 0.1f, g.bound());
+    qs::ErrorMetrics merged;
+    const std::size_t step = (x.size() + std::size_t(pieces) - 1) / std::size_t(pieces);
+    for (std::size_t b = 0; b < x.size(); b += step) {
+      qs::ErrorMetrics part;
+      const std::size_t n = std::min(step, x.size() - b);
+      qs::accumulate_metrics(part, x.data() + b, q.data() + b, n, 0.1f, g.bound());
+      merged += part;
+    }
+    EXPECT_EQ(merged.count, whole.count);
+    EXPECT_EQ(merged.count, uint64_t(x.size() - 1));
+    EXPECT_EQ(merged.clipped, whole.clipped);
+    EXPECT_DOUBLE_EQ(merged.max_abs_e, whole.max_abs_e);
+    EXPECT_TRUE(merged.abs_error.counts == whole.abs_error.counts && merged.abs_error.zeros == whole.abs_error.zeros);
+    EXPECT_TRUE(merged.rel_error.counts == whole.rel_error.counts && merged.rel_error.zeros == whole.rel_error.zeros);
+    EXPECT_TRUE(merged.binade.counts == whole.binade.counts && merged.binade.zeros == whole.binade.zeros);
+    const double tol = 2 * sumTol(x.size());
+    EXPECT_CLOSE(merged.sum_x2, whole.sum_x2, tol);
+    EXPECT_CLOSE(merged.sum_e2, whole.sum_e2, tol);
+    EXPECT_CLOSE(merged.sum_abs_e, whole.sum_abs_e, tol);
+    EXPECT_CLOSE(merged.sum_clip2, whole.sum_clip2, tol);
+    EXPECT_CLOSE(merged.sum_round2, whole.sum_round2, tol);
+    // Merging into an empty one is a copy; the histogram operator adds bin by bin.
+    qs::ErrorMetrics copy;
+    copy += whole;
+    EXPECT_DOUBLE_EQ(copy.sum_e2, whole.sum_e2);
+    EXPECT_EQ(copy.count, whole.count);
+    qs::Log2Histogram h;
+    h.add_exponent(3);
+    h.zeros = 2;
+    h += h;
+    EXPECT_EQ(binCount(h, 3), uint64_t(2));
+    EXPECT_EQ(h.zeros, uint64_t(4));
+  }
+}
+
+// "prefix kind,bin_lo,bin_hi,count": kinds in the order abs_error, rel_error, binade; the zeros bin
+// as 0,0; then non-empty bins in increasing order with bin_hi = 2 bin_lo, a power of two.
+TEST(Metrics, HistogramCsv) {
+  // |e| = 0.75 (bin [0.5, 1)) twice, e = 0 once, a subnormal error 2^-140 once; binade: x / s = 3, 2, 6
+  // -> [2, 4) twice, [4, 8) once; rel 0.25, 0, 0.125, 1.
+  const float x[] = {3.0f, 2.0f, 6.0f, 0x1p-140f};
+  const float q[] = {2.25f, 2.0f, 5.25f, 0.0f};
+  qs::ErrorMetrics m;
+  qs::accumulate_metrics(m, x, q, 4, 1.0f, 100.0);
+  const std::string prefix = "w.npy,layer.0/weight,e4m3fn/tensor,";
+  const std::string csv = qs::histogram_csv_rows(m, prefix);
+  ASSERT_FALSE(csv.empty());
+  EXPECT_EQ(csv.back(), '\n');
+  // csv.trimmed().split('\n')
+  std::vector<std::string> lines;
+  {
+    std::string t = csv;
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
+    std::size_t b = 0;
+    while (b < t.size() && std::isspace(static_cast<unsigned char>(t[b]))) ++b;
+    t = t.substr(b);
+    for (std::size_t p = 0;;) {
+      const std::size_t nl = t.find('\n', p);
+      lines.push_back(t.substr(p, nl == std::string::npos ? std::string::npos : nl - p));
+      if (nl == std::string::npos) break;
+      p = nl + 1;
+    }
+  }
+  auto has = [&](const std::string& l) { return std::find(lines.begin(), lines.end(), l) != lines.end(); };
+  EXPECT_TRUE(has("w.npy,layer.0/weight,e4m3fn/tensor,abs_error,0.5,1,2")) << csv;
+  EXPECT_TRUE(has("w.npy,layer.0/weight,e4m3fn/tensor,abs_error,0,0,1")) << csv;
+  EXPECT_TRUE(has("w.npy,layer.0/weight,e4m3fn/tensor,binade,2,4,2")) << csv;
+  EXPECT_TRUE(has("w.npy,layer.0/weight,e4m3fn/tensor,binade,4,8,1")) << csv;
+  // Parse every line and rebuild the histograms from them.
+  const std::vector<std::string> kinds{"abs_error", "rel_error", "binade"};
+  qs::Log2Histogram rebuilt[3];
+  int lastKind = 0;
+  double lastLo = -1;
+  for (const std::string& line : lines) {
+    ASSERT_EQ(line.rfind(prefix, 0), 0u) << line;
+    std::vector<std::string> f;
+    {
+      const std::string rest = line.substr(prefix.size());
+      for (std::size_t p = 0;;) {
+        const std::size_t c = rest.find(',', p);
+        f.push_back(rest.substr(p, c == std::string::npos ? std::string::npos : c - p));
+        if (c == std::string::npos) break;
+        p = c + 1;
+      }
+    }
+    ASSERT_EQ(f.size(), 4u) << line;
+    const int k = int(std::find(kinds.begin(), kinds.end(), f[0]) - kinds.begin());
+    ASSERT_LT(k, 3) << line;
+    ASSERT_GE(k, lastKind) << "kinds out of order: " << line;
+    if (k != lastKind) lastLo = -1;
+    lastKind = k;
+    char* e1 = nullptr;
+    char* e2 = nullptr;
+    char* e3 = nullptr;
+    const double lo = std::strtod(f[1].c_str(), &e1), hi = std::strtod(f[2].c_str(), &e2);
+    const unsigned long long count = std::strtoull(f[3].c_str(), &e3, 10);
+    const bool ok1 = !f[1].empty() && *e1 == 0, ok2 = !f[2].empty() && *e2 == 0,
+               ok3 = !f[3].empty() && *e3 == 0 && f[3][0] != '-' && f[3][0] != '+' && !std::isspace(static_cast<unsigned char>(f[3][0]));
+    ASSERT_TRUE(ok1 && ok2 && ok3) << line;
+    ASSERT_GT(count, 0u) << "empty bin written: " << line;
+    ASSERT_GT(lo, lastLo) << "bins out of order: " << line;
+    lastLo = lo;
+    if (lo == 0) {
+      ASSERT_DOUBLE_EQ(hi, 0.0) << line;
+      rebuilt[k].zeros += count;
+    } else {
+      int e = 0;
+      ASSERT_DOUBLE_EQ(std::frexp(lo, &e), 0.5) << line;  // a power of two (printed with enough digits to be exact)
+      ASSERT_DOUBLE_EQ(hi, 2 * lo) << line;
+      rebuilt[k].counts[std::size_t(std::ilogb(lo) - qs::Log2Histogram::kMinExp)] += count;
+    }
+  }
+  const qs::Log2Histogram* orig[3] = {&m.abs_error, &m.rel_error, &m.binade};
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(rebuilt[k].zeros, orig[k]->zeros) << kinds[k];
+    EXPECT_TRUE(rebuilt[k].counts == orig[k]->counts) << kinds[k];
+  }
+  EXPECT_EQ(binCount(rebuilt[0], -140), uint64_t(1));
+}
+
+TEST(Metrics, HistogramCsvEmpty) { EXPECT_EQ(qs::histogram_csv_rows(qs::ErrorMetrics{}, "p,"), std::string()); }
+
+// NaN and +-inf inputs are not measured: the metrics equal those of the finite elements alone.
+TEST(Metrics, NonFiniteSkipped) {
+  const float x[] = {kNaN, 1.5f, kInf, -2.0f, -kInf, 0.25f};
+  const float q[] = {0.0f, 1.0f, 448.0f, -2.0f, -448.0f, 0.0f};
+  const float xf[] = {1.5f, -2.0f, 0.25f};
+  const float qf[] = {1.0f, -2.0f, 0.0f};
+  qs::ErrorMetrics m, mf;
+  qs::accumulate_metrics(m, x, q, 6, 1.0f, 448.0);
+  qs::accumulate_metrics(mf, xf, qf, 3, 1.0f, 448.0);
+  EXPECT_EQ(m.count, uint64_t(3));
+  EXPECT_DOUBLE_EQ(m.sum_x2, 2.25 + 4.0 + 0.0625);
+  EXPECT_DOUBLE_EQ(m.sum_e2, 0.25 + 0.0625);
+  EXPECT_DOUBLE_EQ(m.sum_abs_e, 0.75);
+  EXPECT_DOUBLE_EQ(m.max_abs_e, 0.5);
+  EXPECT_EQ(m.clipped, uint64_t(0));
+  EXPECT_DOUBLE_EQ(m.sum_clip2, 0.0);
+  EXPECT_DOUBLE_EQ(m.sum_e2, mf.sum_e2);
+  EXPECT_TRUE(m.abs_error.counts == mf.abs_error.counts && m.abs_error.zeros == mf.abs_error.zeros);
+  EXPECT_TRUE(m.rel_error.counts == mf.rel_error.counts && m.rel_error.zeros == mf.rel_error.zeros);
+  EXPECT_TRUE(m.binade.counts == mf.binade.counts && m.binade.zeros == mf.binade.zeros);
+  EXPECT_TRUE(std::isfinite(m.sqnr_db()));
+}
