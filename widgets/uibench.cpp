@@ -16,6 +16,35 @@
 
 #include "quant/synthetic.h"
 
+namespace {
+
+// The largest gap between the ticks of a 10 ms timer: how long the event loop was kept from running.
+struct GapMeter {
+  QTimer ticker;
+  QElapsedTimer sinceTick;
+  double maxGap = 0;
+  GapMeter() {
+    ticker.setInterval(10);
+    ticker.setTimerType(Qt::PreciseTimer);
+    QObject::connect(&ticker, &QTimer::timeout, [this] {
+      maxGap = std::max(maxGap, double(sinceTick.nsecsElapsed()) / 1e6);
+      sinceTick.restart();
+    });
+  }
+  void start() {
+    ticker.start();
+    sinceTick.start();
+  }
+  // The work that ended the run finished after the last tick: the time since that tick is a gap too.
+  double stop() {
+    maxGap = std::max(maxGap, double(sinceTick.nsecsElapsed()) / 1e6);
+    ticker.stop();
+    return maxGap;
+  }
+};
+
+}  // namespace
+
 int runUiBenchmark(QTextStream& out, std::size_t values) {
   constexpr double kBudgetMs = 100.0;
   qs::SyntheticSpec spec;
@@ -37,15 +66,8 @@ int runUiBenchmark(QTextStream& out, std::size_t values) {
   panel.setSchemes(schemes);  // no tensor yet: nothing to compute
   QCoreApplication::processEvents();
 
-  QElapsedTimer clock, sinceTick;
-  double maxGap = 0;
-  QTimer ticker;
-  ticker.setInterval(10);
-  ticker.setTimerType(Qt::PreciseTimer);
-  QObject::connect(&ticker, &QTimer::timeout, [&] {
-    maxGap = std::max(maxGap, double(sinceTick.nsecsElapsed()) / 1e6);
-    sinceTick.restart();
-  });
+  QElapsedTimer clock;
+  GapMeter gaps;
   QEventLoop loop;
   QObject::connect(&panel, &ErrorPanel::busyChanged, &loop, [&](bool busy) {
     if (!busy) loop.quit();
@@ -54,17 +76,14 @@ int runUiBenchmark(QTextStream& out, std::size_t values) {
   limit.setSingleShot(true);
   QObject::connect(&limit, &QTimer::timeout, &loop, &QEventLoop::quit);
 
-  ticker.start();
-  sinceTick.start();
+  gaps.start();
   clock.start();
   // The tensor is set from the event loop, as a click in the setup dock would; its cost counts.
   QTimer::singleShot(0, &panel, [&] { panel.setTensor(tensor); });
   limit.start(60000);
   loop.exec();
   const double computeMs = double(clock.nsecsElapsed()) / 1e6;
-  // The final refresh ran after the last tick: the time since that tick is a gap too.
-  maxGap = std::max(maxGap, double(sinceTick.nsecsElapsed()) / 1e6);
-  ticker.stop();
+  const double maxGap = gaps.stop();
 
   bool ok = !panel.isBusy();
   for (int i = 0; i < int(schemes.size()); ++i) ok = ok && panel.view(i) != nullptr;
@@ -89,28 +108,20 @@ int runObserversUiBenchmark(QTextStream& out, int batches, int batchSize) {
   if (!panel.setConfig(c)) return 2;
   panel.setSpeed(0);  // as fast as possible: the slices are the only thing between the stream and the loop
   QCoreApplication::processEvents();
-  QElapsedTimer clock, sinceTick;
-  double maxGap = 0;
-  QTimer ticker;
-  ticker.setInterval(10);
-  ticker.setTimerType(Qt::PreciseTimer);
-  QObject::connect(&ticker, &QTimer::timeout, [&] {
-    maxGap = std::max(maxGap, double(sinceTick.nsecsElapsed()) / 1e6);
-    sinceTick.restart();
-  });
+  QElapsedTimer clock;
+  GapMeter gaps;
   QEventLoop loop;
   QObject::connect(&panel, &ObserversPanel::finished, &loop, &QEventLoop::quit);
   QTimer limit;
   limit.setSingleShot(true);
   QObject::connect(&limit, &QTimer::timeout, &loop, &QEventLoop::quit);
-  ticker.start();
-  sinceTick.start();
+  gaps.start();
   clock.start();
   QTimer::singleShot(0, &panel, [&] { panel.start(); });
   limit.start(120000);
   loop.exec();
   const double ms = double(clock.nsecsElapsed()) / 1e6;
-  maxGap = std::max(maxGap, double(sinceTick.nsecsElapsed()) / 1e6);
+  const double maxGap = gaps.stop();
   const bool ok = panel.batchesDone() == std::size_t(batches);
   out << "batches,batch_size,observers,stream_ms,max_gap_ms,budget_ms,ratio\n"
       << batches << ',' << batchSize << ',' << panel.observerNames().size() << ',' << QString::number(ms, 'f', 1) << ','

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "test_text.h"
 #include "format/format.h"
 #include "format/rng.h"
 #include "test_files.h"
@@ -48,12 +49,6 @@ std::vector<std::pair<double, uint32_t>> positiveGrid(const Format& f) {
 }
 
 constexpr double kSigmas = 5.0;  // statistical tolerance of the stochastic-rounding tests
-
-std::string g17(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 // Failures recorded so far in the running test (to stop a row at its first failure, as QCOMPARE did).
 int failureCount() {

@@ -3,6 +3,7 @@
 // Expected values are computed here (long double sums, std::ilogb bins), not taken from the engine.
 // Run: ctest --test-dir build -R tst_metrics (GoogleTest; the same rows as the former Qt Test suite, each
 // row's name in its failure messages), or build/tests/core/tst_metrics --gtest_filter='Metrics.Sums'
+#include "test_text.h"
 #include "format/format.h"
 
 #include <gtest/gtest.h>
@@ -80,19 +81,6 @@ LongSums longSums(const std::vector<float>& x, const std::vector<float>& q, long
 // Recursive summation of n non-negative double terms (each term itself rounded once): relative
 // error at most (n + 1) u.
 double sumTol(std::size_t n) { return (double(n) + 1) * kU; }
-
-std::string g17(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-// QTest's "%1" of a double (6 significant digits), for the row names.
-std::string g6(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 #define EXPECT_CLOSE(got, want, rel)                                                                         \
   EXPECT_LE(std::fabs(double(got) - double(want)), (rel) * std::fabs(double(want)))                         \

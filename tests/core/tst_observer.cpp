@@ -3,6 +3,7 @@
 // uint8), the histogram percentile (with re-binning), the MSE clipping search and delayed scaling.
 // Run: ctest --test-dir build -R tst_observer (GoogleTest; the same rows as the former Qt Test suite, each
 // row's name in its failure messages), or build/tests/core/tst_observer --gtest_filter='Observer.MinMax'
+#include "test_text.h"
 #include "format/format.h"
 
 #include <gtest/gtest.h>
@@ -105,19 +106,6 @@ long double mseOracle(const qs::Format& f, const std::vector<float>& x, double c
     se += e * e;
   }
   return se / (long double)x.size();
-}
-
-std::string g17(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-// QTest's "%1" of a double (6 significant digits), for the row names.
-std::string g6(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
 }
 
 #define EXPECT_NEAR_TOL(got, want, tol)                                                                    \

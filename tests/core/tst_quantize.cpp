@@ -5,6 +5,7 @@
 // Run: ctest --test-dir build -R tst_quantize (GoogleTest; the same rows as the former Qt Test suite, each
 // row's name in its failure messages; a row stops at its first failed check, as in Qt Test), or
 // build/tests/core/tst_quantize --gtest_filter='Quantize.AffineMinMax'
+#include "test_text.h"
 #include "format/encode_simd.h"
 
 #include <gtest/gtest.h>
@@ -57,19 +58,6 @@ std::vector<float> normalData(std::size_t n, double sigma, uint64_t seed, std::s
     }
   }
   return x;
-}
-
-std::string g17(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-// QTest's "%1" of a double (6 significant digits), for the row names and messages.
-std::string g6(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
 }
 
 // Exact comparison (the Qt suite's QCOMPARE_EXACT: QCOMPARE on floating point is fuzzy): bitwise, NaN equal to

@@ -4,6 +4,7 @@
 // Run: ctest --test-dir build -R tst_scheme (GoogleTest; the same rows as the former Qt Test suite, each
 // row's name in its failure messages; a row stops at its first failed check, as in Qt Test), or
 // build/tests/core/tst_scheme --gtest_filter='Scheme.MatchesOracle'
+#include "test_text.h"
 #include "format/format.h"
 
 #include <gtest/gtest.h>
@@ -63,18 +64,6 @@ std::string statsText(const qs::EncodeStats& s) {
          std::to_string(s.nan);
 }
 
-std::string g17(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-// QTest's "%1" of a double (6 significant digits), for the row names and messages.
-std::string g6(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 bool sameStats(const qs::EncodeStats& a, const qs::EncodeStats& b) {
   return a.overflow == b.overflow && a.underflow == b.underflow && a.nan == b.nan;
 }
