@@ -37,7 +37,7 @@ void run_cuda_selftest(const std::function<void(const SelftestCase&)>& report) {
   for (const Format& f : formats) {
     const std::vector<float> inputs = probe_inputs(f, seed++, f.bits > 8 ? 200000 : 500000);
     const std::size_t n = inputs.size();
-    for (Rounding r : {Rounding::Nearest, Rounding::Stochastic})
+    for (Rounding r : kAllRoundings)
       for (Overflow o : {Overflow::Saturate, Overflow::Ieee})
         for (float scale : {1.0f, 0.3f}) {
           EncodeOptions opt;
@@ -157,7 +157,7 @@ void run_cuda_selftest(const std::function<void(const SelftestCase&)>& report) {
                           "int8/tensor:p99.9", "int8/channel:0:mse", "e4m3fn/tensor:mse", "e4m3fn/channel:-1:p99"})
     schemes.push_back(sch);
   for (const std::string& text : schemes)
-    for (Rounding r : {Rounding::Nearest, Rounding::Stochastic}) {
+    for (Rounding r : kAllRoundings) {
       EncodeOptions opt;
       opt.rounding = r;
       opt.seed = 77;

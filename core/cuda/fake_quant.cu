@@ -222,7 +222,7 @@ void launch_fake_quant(const KernelParams& p, const float* x, float* y, uint16_t
     if (fast) launch_one<true, true>(p, x, y, codes, n, index0, counts, stream);
     else launch_one<true, false>(p, x, y, codes, n, index0, counts, stream);
   } else {
-    if (fast && y) fq_nearest_kernel<<<one_wave_blocks<fq_nearest_kernel>(n), 256, 0, stream>>>(p, x, y, n, counts);
+    if (fast && y && p.rmode == 0) fq_nearest_kernel<<<one_wave_blocks<fq_nearest_kernel>(n), 256, 0, stream>>>(p, x, y, n, counts);
     else if (fast) launch_one<false, true>(p, x, y, codes, n, index0, counts, stream);
     else launch_one<false, false>(p, x, y, codes, n, index0, counts, stream);
   }

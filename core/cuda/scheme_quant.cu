@@ -152,7 +152,7 @@ __device__ __forceinline__ void warp_add_counts(BitsCounts& c, Counts* counts) {
 
 __global__ void affine_quant_kernel(const float* __restrict__ x, float* __restrict__ y, uint64_t n, Grouping g,
                                     const float* __restrict__ scales, const int* __restrict__ zero_points, double qmax,
-                                    bool stochastic, uint64_t seed, Counts* counts) {
+                                    int rounding, uint64_t seed, Counts* counts) {
   BitsCounts c;
   for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
     const uint64_t gi = g.group(i);
@@ -168,8 +168,12 @@ __global__ void affine_quant_kernel(const float* __restrict__ x, float* __restri
       double r;
       if (isinf(yv)) {
         r = yv;
-      } else if (!stochastic) {
+      } else if (rounding == int(Rounding::Nearest)) {
         r = rint(yv);
+      } else if (rounding == int(Rounding::NearestAway)) {
+        r = round(yv);
+      } else if (rounding == int(Rounding::TowardZero)) {
+        r = trunc(yv);
       } else {
         const double fl = floor(yv);
         r = fl + (double(stochastic_bits(seed, i)) < floor((yv - fl) * 4294967296.0) ? 1 : 0);
@@ -321,7 +325,7 @@ SchemeOutput apply_scheme_cuda(const Scheme& s, const float* x, const std::vecto
     group_minmax_kernel<<<blocks, threads>>>(dx.ptr, n, g, dlo.ptr, dhi.ptr);
     group_scale_kernel<<<gblocks, 256>>>(rule, nullptr, dlo.ptr, dhi.ptr, groups, 1.0f, ScaleGrid{}, ds.ptr, dzp.ptr);
     affine_quant_kernel<<<blocks, threads>>>(dx.ptr, dy.ptr, n, g, ds.ptr, dzp.ptr, s.format.max_finite,
-                                             s.options.rounding == Rounding::Stochastic, s.options.seed, dc.ptr);
+                                             int(s.options.rounding), s.options.seed, dc.ptr);
     check(cudaGetLastError(), "kernel launch");
     check(cudaDeviceSynchronize(), "affine scheme kernels");
     check(cudaMemcpy(lo.data(), dlo.ptr, groups * 4, cudaMemcpyDeviceToHost), "copy back");
@@ -354,6 +358,7 @@ SchemeOutput apply_scheme_cuda(const Scheme& s, const float* x, const std::vecto
       if (s.mse) {
         KernelParams nearest = p;
         nearest.stochastic = false;
+        nearest.rmode = 0;
         const std::vector<double> cand = search_candidates(s);
         DeviceBuffer<double> dcand(cand.size());
         check(cudaMemcpy(dcand.ptr, cand.data(), cand.size() * 8, cudaMemcpyHostToDevice), "copy to device");

@@ -120,6 +120,8 @@ ConformanceReport run_conformance(const ConformanceOptions& opt) {
                      "narrow symmetric range)"},
       {"ties", "midpoints go to the even code (RNE; formats without mantissa bits: up, as ml_dtypes); the doubles "
                "beside them to the nearer value"},
+      {"away/zero", "ties away from zero and truncation: midpoints to the larger magnitude (nearest-away), every "
+                    "input below a value to the one under it (toward-zero), their overflow thresholds"},
       {"specials", "NaN, ±inf and the overflow threshold under saturate and ieee"},
       {"stochastic", "the rounding rule at its boundary and the up-rate over 20,000 draws"},
       {"simd", "every vectorized encoder level equals the scalar reference"},
@@ -186,8 +188,47 @@ ConformanceReport run_conformance(const ConformanceOptions& opt) {
   }
   if (!keep_going(3)) return rep.cancelled = true, rep;
 
-  {  // specials
+  {  // ties away, toward zero
     Family fam{rep.families[3]};
+    for (const Format& f : formats) {
+      const std::vector<double> vals = distinct_values(f);
+      for (std::size_t i = 0; i + 1 < vals.size(); ++i) {
+        const double a = vals[i], b = vals[i + 1];
+        if (!std::isfinite(a) || !std::isfinite(b)) continue;
+        const double mid = a + (b - a) / 2;
+        const double big = std::fabs(a) > std::fabs(b) ? a : b, small = big == a ? b : a;
+        const double away = decode_ref(f, encode(f, mid, Rounding::NearestAway, Overflow::Saturate, 0));
+        fam.check(away == big || (f.no_zero && std::fabs(mid) < f.min_normal), f, 0, mid, [&] {
+          return "nearest-away takes the midpoint of " + num(a) + " and " + num(b) + " to " + num(away) + ", not " + num(big);
+        });
+        // Toward zero: the midpoint and the double just short of the larger magnitude go to the smaller one.
+        for (double x : {mid, std::nextafter(big, small)}) {
+          const double tz = decode_ref(f, encode(f, x, Rounding::TowardZero, Overflow::Saturate, 0));
+          const bool ok = same(tz, small) || (tz == 0 && small == 0) || (f.no_zero && std::fabs(x) < f.min_normal);
+          fam.check(ok, f, 0, x, [&] { return "toward-zero takes " + num(x) + " to " + num(tz) + ", not " + num(small); });
+        }
+      }
+      // Overflow: nearest-away overflows at the midpoint above max, toward-zero one quantum above it.
+      const double over_ieee = f.has_inf ? INFINITY : f.has_nan ? std::nan("") : f.max_finite;
+      for (Rounding r : {Rounding::NearestAway, Rounding::TowardZero}) {
+        const double t = overflow_threshold(f, r);
+        if (!std::isfinite(t)) continue;
+        const double at = decode_ref(f, encode(f, t, r, Overflow::Ieee, 0));
+        fam.check(same(at, over_ieee), f, 0, t, [&] {
+          return std::string(to_string(r)) + " at its overflow threshold gives " + num(at) + ", not " + num(over_ieee);
+        });
+        const double jb = double(std::nextafter(float(t), 0.0f));
+        const double below = decode_ref(f, encode(f, jb, r, Overflow::Ieee, 0));
+        fam.check(below == f.max_finite, f, 0, jb, [&] {
+          return std::string(to_string(r)) + " just below its overflow threshold gives " + num(below) + ", not max";
+        });
+      }
+    }
+  }
+  if (!keep_going(4)) return rep.cancelled = true, rep;
+
+  {  // specials
+    Family fam{rep.families[4]};
     for (const Format& f : formats) {
       const double nan_in = decode_ref(f, encode(f, std::nan(""), Rounding::Nearest, Overflow::Saturate, 0));
       fam.check(f.has_nan ? std::isnan(nan_in) : nan_in == 0, f, 0, std::nan(""), [&] {
@@ -207,10 +248,10 @@ ConformanceReport run_conformance(const ConformanceOptions& opt) {
                 [&] { return "just below the overflow threshold gives " + num(jb) + ", not max " + num(f.max_finite); });
     }
   }
-  if (!keep_going(4)) return rep.cancelled = true, rep;
+  if (!keep_going(5)) return rep.cancelled = true, rep;
 
   {  // stochastic
-    Family fam{rep.families[4]};
+    Family fam{rep.families[5]};
     for (const char* name : {"e4m3fn", "e5m2", "e2m1fn", "e3m2fn", "int8", "bf16"}) {
       Format f;
       try {
@@ -241,10 +282,10 @@ ConformanceReport run_conformance(const ConformanceOptions& opt) {
       }
     }
   }
-  if (!keep_going(5)) return rep.cancelled = true, rep;
+  if (!keep_going(6)) return rep.cancelled = true, rep;
 
   {  // simd
-    ConformanceFamily& fam = rep.families[5];
+    ConformanceFamily& fam = rep.families[6];
     if (!opt.simd) {
       fam.skipped = true;
       fam.skip_reason = "not asked for";
@@ -257,7 +298,7 @@ ConformanceReport run_conformance(const ConformanceOptions& opt) {
       }
     }
   }
-  keep_going(6);
+  keep_going(7);
   return rep;
 }
 

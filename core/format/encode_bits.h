@@ -65,7 +65,8 @@ QS_HD void encode_bits(const KernelParams& p, float x, uint32_t rnd, uint32_t& c
   const uint32_t sc = uint32_t(s < 31 ? s : 31);
   uint32_t r;
   if (!p.stochastic) {
-    const uint32_t bias = ((m >> sc) & 1u) + (1u << (sc - 1u)) - 1u;
+    const uint32_t half = 1u << (sc - 1u);
+    const uint32_t bias = p.rmode == 0 ? ((m >> sc) & 1u) + half - 1u : (p.rmode == 1 ? half : 0u);
     r = (m + bias) >> sc;
   } else {
     const uint32_t hi = m >> sc;
@@ -138,9 +139,13 @@ QS_HD bool fast_bits(const KernelParams& p, float x, uint32_t rnd, float& value_
   float v;
   if (!p.stochastic) {
     if (sub) {
+      // The magic-number addition rounds ties to even; other roundings take encode_bits.
+      if (p.rmode != 0 && a != 0u) return false;
       v = (bits_to_float(a) + p.magic) - p.magic;
     } else {
-      v = bits_to_float((a + ((a >> s0) & 1u) + ((1u << (s0 - 1u)) - 1u)) & keep);
+      const uint32_t half = 1u << (s0 - 1u);
+      const uint32_t add = p.rmode == 0 ? ((a >> s0) & 1u) + half - 1u : (p.rmode == 1 ? half : 0u);
+      v = bits_to_float((a + add) & keep);
     }
   } else {
     if (sub && a != 0u) return false;

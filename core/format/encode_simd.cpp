@@ -44,7 +44,7 @@ KernelParams make_kernel_params(const Format& f, const EncodeOptions& opt, float
   p.bits = f.bits;
   p.max_finite = static_cast<float>(f.max_finite);
   std::memcpy(&p.max_bits, &p.max_finite, sizeof p.max_bits);
-  const float thr = static_cast<float>(f.overflow_threshold);
+  const float thr = static_cast<float>(overflow_threshold(f, opt.rounding));
   std::memcpy(&p.ovf_bits, &thr, sizeof p.ovf_bits);
   p.min_value = static_cast<float>(decode_ref(f, 0));
   p.sign_bit = f.sign_bit();
@@ -64,6 +64,7 @@ KernelParams make_kernel_params(const Format& f, const EncodeOptions& opt, float
   }
   p.saturate = opt.overflow == Overflow::Saturate;
   p.stochastic = opt.rounding == Rounding::Stochastic;
+  p.rmode = opt.rounding == Rounding::NearestAway ? 1 : opt.rounding == Rounding::TowardZero ? 2 : 0;
   p.is_signed = f.is_signed;
   p.has_neg_zero = f.has_negative_zero;
   p.has_nan = f.has_nan;

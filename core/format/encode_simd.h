@@ -51,6 +51,7 @@ struct KernelParams {
   float overflow_value;     // ieee overflow result magnitude: inf, NaN or max
   uint32_t overflow_code;   // and its code (sign added separately, except fnuz NaN)
   bool saturate, stochastic, is_signed, has_neg_zero, has_nan, has_inf, no_zero, is_int, fixed;
+  int32_t rmode;            // rounding when !stochastic: 0 ties to even, 1 ties away, 2 toward zero
   bool nan_signed;          // NaN code takes the input's sign (ieee / fn)
   float scale;
   bool fast_ok;             // the bit-rounding fast path applies (plain float, M >= 1, emin >= -126)

@@ -4,7 +4,7 @@
 //
 // Algorithm (per lane, on float32 bits): split |y| into an exponent e and a 24-bit significand m,
 // pick the quantum 2^q of the binade that holds |y| in the target format, shift m right by
-// s = q - (e - 23) bits with round-to-nearest-even (bias trick) or stochastic rounding (compare
+// s = q - (e - 23) bits with round-to-nearest-even, ties away or toward zero (bias trick) or stochastic rounding (compare
 // the discarded bits with a counter-based random number), then rebuild the value r * 2^q and the
 // code ((e - emin) << M) + r, whose carry flows into the exponent field by itself.
 #include <cstring>
@@ -119,7 +119,11 @@ __attribute__((always_inline)) inline void encode_vec(const qs::KernelParams& p,
   const vu sc = (vu)vmin(s, splat_i(31));
   vu r;
   if constexpr (!Stoch) {
-    const vu bias = ((m >> sc) & 1u) + (1u << (sc - 1u)) - 1u;
+    const vu half = 1u << (sc - 1u);
+    vu bias;
+    if (p.rmode == 0) bias = ((m >> sc) & 1u) + half - 1u;    // ties to even
+    else if (p.rmode == 1) bias = half;                        // ties away from zero
+    else bias = splat_u(0);                                    // toward zero
     r = (m + bias) >> sc;
   } else {
     const vu hi = m >> sc;
@@ -214,7 +218,14 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vu& d_ovf, 
   vu rb;
   vf v;
   if constexpr (!Stoch) {
-    rb = (a + ((a >> s0) & 1u) + ((1u << (s0 - 1u)) - 1u)) & keep;
+    if (p.rmode == 0) {
+      rb = (a + ((a >> s0) & 1u) + ((1u << (s0 - 1u)) - 1u)) & keep;
+    } else {
+      // Ties away adds half a quantum, toward zero nothing; the magic-number addition below rounds
+      // ties to even, so their non-zero subnormal lanes take the general path.
+      rb = (a + (p.rmode == 1 ? (1u << (s0 - 1u)) : 0u)) & keep;
+      bad |= sub & (a != 0u);
+    }
     const vf c = splat_f(p.magic);
     const vf vs = (as_f(a) + c) - c;
     v = sub ? vs : as_f(rb);

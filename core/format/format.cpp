@@ -12,7 +12,15 @@
 
 namespace qs {
 
-const char* to_string(Rounding r) { return r == Rounding::Nearest ? "nearest" : "stochastic"; }
+const char* to_string(Rounding r) {
+  switch (r) {
+    case Rounding::Nearest: return "nearest";
+    case Rounding::Stochastic: return "stochastic";
+    case Rounding::NearestAway: return "nearest-away";
+    case Rounding::TowardZero: return "toward-zero";
+  }
+  return "?";
+}
 const char* to_string(Overflow o) { return o == Overflow::Saturate ? "saturate" : "ieee"; }
 const char* to_string(Specials s) {
   switch (s) {
@@ -37,7 +45,10 @@ const char* to_string(ValueClass c) {
 Rounding parse_rounding(std::string_view s) {
   if (s == "nearest") return Rounding::Nearest;
   if (s == "stochastic") return Rounding::Stochastic;
-  throw FormatError("unknown rounding '" + std::string(s) + "' (expected nearest or stochastic)");
+  if (s == "nearest-away") return Rounding::NearestAway;
+  if (s == "toward-zero") return Rounding::TowardZero;
+  throw FormatError("unknown rounding '" + std::string(s) +
+                    "' (expected nearest, nearest-away, toward-zero or stochastic)");
 }
 
 Overflow parse_overflow(std::string_view s) {
@@ -348,7 +359,7 @@ uint32_t encode_ref(const Format& f, double x, Rounding r, Overflow o, uint32_t 
     return 0u;
   }
   if (o == Overflow::Saturate && a > f.max_finite) {
-    if (a >= f.overflow_threshold) ++st.overflow;
+    if (a >= overflow_threshold(f, r)) ++st.overflow;
     a = f.max_finite;
   }
   if (std::isinf(a)) {  // only reached under ieee
@@ -372,6 +383,10 @@ uint32_t encode_ref(const Format& f, double x, Rounding r, Overflow o, uint32_t 
     // Ties to the even significand. With M = 0 a normal significand is 1 (odd), so ties between
     // two powers of two go away from zero, as in ml_dtypes (E8M0: 3 -> 4, 1.5 -> 2).
     up = frac > 0.5 || (frac == 0.5 && std::fmod(lo, 2.0) == 1.0);
+  } else if (r == Rounding::NearestAway) {
+    up = frac >= 0.5;
+  } else if (r == Rounding::TowardZero) {
+    up = false;
   } else {
     up = double(random) < std::floor(std::ldexp(frac, 32));
   }
@@ -396,6 +411,16 @@ uint32_t encode_ref(const Format& f, double x, Rounding r, Overflow o, uint32_t 
   if (f.ebits == 0) mag = static_cast<uint32_t>(m);
   else mag = static_cast<uint32_t>((int64_t(ee - f.emin) << M) + int64_t(m));
   return with_sign(mag);
+}
+
+double overflow_threshold(const Format& f, Rounding r) {
+  if (r == Rounding::Nearest || r == Rounding::Stochastic) return f.overflow_threshold;
+  // The quantum of max's binade (as finalize computes it); max + q/2 and max + q are float32 values
+  // (max has at most 16 significant bits), except max + q = 2^128 for E8M0, which is inf.
+  const int e = f.ebits == 0 ? f.emin : std::ilogb(f.max_finite);
+  const int q = (f.ebits == 0 ? f.emin : std::max(e, f.emin)) - f.mbits;
+  const double t = f.max_finite + std::ldexp(1.0, r == Rounding::NearestAway ? q - 1 : q);
+  return t < 0x1p128 ? t : INFINITY;
 }
 
 std::vector<GridEntry> grid(const Format& f) {

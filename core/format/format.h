@@ -16,7 +16,12 @@ struct FormatError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Rounding { Nearest, Stochastic };
+// Nearest: ties to even (IEEE's roundTiesToEven). NearestAway: ties away from zero (microxcaling's
+// "nearest", QPyTorch). TowardZero: truncation. Stochastic: see encode_ref. docs/conventions.md lists
+// which library does what.
+enum class Rounding { Nearest, Stochastic, NearestAway, TowardZero };
+inline constexpr Rounding kAllRoundings[] = {Rounding::Nearest, Rounding::Stochastic, Rounding::NearestAway,
+                                             Rounding::TowardZero};
 enum class Overflow { Saturate, Ieee };
 // ieee: top exponent reserved (M=0 -> inf, M!=0 -> NaN). fn: no inf, NaN only S.11..1.
 // fnuz: no inf, no -0, NaN = 1.00..0. none: every code finite.
@@ -28,7 +33,8 @@ const char* to_string(Rounding r);
 const char* to_string(Overflow o);
 const char* to_string(Specials s);
 const char* to_string(ValueClass c);
-Rounding parse_rounding(std::string_view s);  // "nearest" | "stochastic"; throws FormatError
+// "nearest" | "stochastic" | "nearest-away" | "toward-zero"; throws FormatError
+Rounding parse_rounding(std::string_view s);
 Overflow parse_overflow(std::string_view s);  // "saturate" | "ieee"; throws FormatError
 
 // A format: a sign bit (unless unsigned), E exponent bits and M mantissa bits.
@@ -115,5 +121,11 @@ std::vector<double> distinct_values(const Format& f);
 // finite. For float formats with at least one mantissa bit and a zero (not E8M0-style); others take
 // the reference path. Used per block for two-level (NVFP4) block scales. Exercise: tst_format.
 double round_nearest_saturate(const Format& f, double x);
+
+// The smallest |x| that rounding `r` takes beyond max_finite: overflow_threshold for Nearest (and
+// Stochastic, whose overflow counts use it), the midpoint above max for NearestAway, and the value one
+// quantum above max for TowardZero (inf in float32 for E8M0's 2^128). Saturating encoders count an
+// overflow at or beyond it.
+double overflow_threshold(const Format& f, Rounding r);
 
 }  // namespace qs

@@ -75,6 +75,10 @@ void affine_chunk(const Format& f, const EncodeOptions& opt, const T* x, std::si
         r = y;
       } else if (opt.rounding == Rounding::Nearest) {
         r = std::nearbyint(y);
+      } else if (opt.rounding == Rounding::NearestAway) {
+        r = std::round(y);
+      } else if (opt.rounding == Rounding::TowardZero) {
+        r = std::trunc(y);
       } else {
         const double fl = std::floor(y);
         const double frac = y - fl;  // exact in double

@@ -167,7 +167,7 @@ std::vector<SelftestCase> run_cpu_selftest(const std::function<void(const Selfte
   uint64_t seed = 1;
   for (const Format& f : formats) {
     const std::vector<float> inputs = probe_inputs(f, seed++, f.bits > 8 ? 20000 : 50000);
-    for (Rounding r : {Rounding::Nearest, Rounding::Stochastic})
+    for (Rounding r : kAllRoundings)
       for (Overflow o : {Overflow::Saturate, Overflow::Ieee})
         for (float scale : {1.0f, 0.3f})
         {

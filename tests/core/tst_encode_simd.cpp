@@ -260,7 +260,7 @@ TEST(EncodeSimdLevels, IncludeGeneric) {
 // Rows: every spec x rounding x overflow x {unscaled, scaled} at this level.
 TEST_P(EncodeSimd, MatchesRef) {
   for (const std::string& spec : allSpecs())
-    for (qs::Rounding rounding : {qs::Rounding::Nearest, qs::Rounding::Stochastic})
+    for (qs::Rounding rounding : qs::kAllRoundings)
       for (qs::Overflow overflow : {qs::Overflow::Saturate, qs::Overflow::Ieee})
         for (float scale : {1.0f, kScaled}) {
           SCOPED_TRACE("matchesRef:" + rowName(spec, rounding, overflow, scale, level()));
@@ -284,7 +284,7 @@ TEST_P(EncodeSimd, MatchesRef) {
 // Rows: every spec x rounding at this level.
 TEST_P(EncodeSimd, Tails) {
   for (const std::string& spec : allSpecs())
-    for (qs::Rounding rounding : {qs::Rounding::Nearest, qs::Rounding::Stochastic}) {
+    for (qs::Rounding rounding : qs::kAllRoundings) {
       SCOPED_TRACE("tails:" + spec + "/" + qs::to_string(rounding) + "/" + qs::to_string(level()));
       const qs::Format f = formatOf(spec);
       bool rowOk = true;  // a row stops at its first failure, as QVERIFY2 did
@@ -344,7 +344,7 @@ TEST_P(EncodeSimd, Tails) {
 TEST_P(EncodeSimd, Codes8MatchesCodes16) {
   for (const std::string& spec : allSpecs()) {
     if (formatOf(spec).bits > 8) continue;
-    for (qs::Rounding rounding : {qs::Rounding::Nearest, qs::Rounding::Stochastic}) {
+    for (qs::Rounding rounding : qs::kAllRoundings) {
       SCOPED_TRACE("codes8MatchesCodes16:" + spec + "/" + qs::to_string(rounding) + "/" + qs::to_string(level()));
       const qs::Format f = formatOf(spec);
       const std::vector<float> x = qs::probe_inputs(f, kProbeSeed, kProbeRandom8);
@@ -422,7 +422,7 @@ TEST_P(EncodeSimd, IndexBoundary) {
 // job), none lane-aligned but 40. Rows: 7 specs x rounding x split at this level.
 TEST_P(EncodeSimd, SplitInvariance) {
   for (const char* spec : {"e4m3fn", "e5m2", "bf16", "int8", "uint4", "e8m0fnu", "e0m7"})
-    for (qs::Rounding rounding : {qs::Rounding::Nearest, qs::Rounding::Stochastic})
+    for (qs::Rounding rounding : qs::kAllRoundings)
       for (int split : {1, 13, 40, 77}) {
         SCOPED_TRACE(std::string("splitInvariance:") + spec + "/" + qs::to_string(rounding) +
                      "/index0=2^32-40/n=100/split=" + std::to_string(split) + "/" + qs::to_string(level()));
