@@ -36,9 +36,7 @@ SimdLevel best_gemm_level() { return available_gemm_levels().back(); }
 const char* gemm_kernel_name(GemmKernel k) {
   switch (k) {
     case GemmKernel::Generic: return "generic";
-    case GemmKernel::Avx2Madd16: return "avx2-madd16";
-    case GemmKernel::Avx2SignA: return "avx2-sign-a";
-    case GemmKernel::Avx2SignB: return "avx2-sign-b";
+    case GemmKernel::Avx2: return "avx2";
     case GemmKernel::AvxVnni: return "avx-vnni";
     case GemmKernel::Avx512Vnni: return "avx512-vnni";
   }
@@ -56,6 +54,16 @@ bool gemm_has_avxvnni() {
   }();
   return has;
 }
+
+namespace {
+GemmKernel kernel_of(SimdLevel level) {
+  if (level == SimdLevel::Generic) return GemmKernel::Generic;
+  if (level == SimdLevel::Avx512) return GemmKernel::Avx512Vnni;
+  const char* pin = std::getenv("QS_GEMM_AVX2_KERNEL");  // read per call: tests switch it
+  if (gemm_has_avxvnni() && !(pin && std::string(pin) == "avx2")) return GemmKernel::AvxVnni;
+  return GemmKernel::Avx2;
+}
+}  // namespace
 
 const char* gemm_level_name(SimdLevel l) {
   switch (l) {
@@ -151,10 +159,8 @@ PackedB pack_b_impl(const void* Bv, QType type, int K, int N, std::ptrdiff_t ld,
   p.u_.assign(std::size_t(NP), 0);
   p.beta_.assign(std::size_t(NP), 0);
   std::vector<uint32_t> sum(std::size_t(NP), 0);
-  bool has_min = false;
   auto put = [&](int k, int j, uint8_t raw) {
     const int8_t v = static_cast<int8_t>(raw ^ flip);
-    has_min |= v == -128;
     const int pnl = j / kGemmPanel, c = j % kGemmPanel;
     mem[((std::ptrdiff_t(pnl) * KG + k / 4) * kGemmPanel + c) * 4 + k % 4] = v;
     sum[std::size_t(j)] += uint32_t(int32_t(v));
@@ -175,7 +181,6 @@ PackedB pack_b_impl(const void* Bv, QType type, int K, int N, std::ptrdiff_t ld,
     // u = colsum' - K * beta, kept modulo 2^32 like every raw sum.
     p.u_[std::size_t(j)] = int32_t(sum[std::size_t(j)] - uint32_t(K) * uint32_t(beta));
   }
-  p.has_min_ = has_min;
   const auto r = centered_range(type, zero_point);
   p.lo_ = r.first;
   p.hi_ = r.second;
@@ -235,31 +240,6 @@ std::unique_ptr<T[], Aligned> aligned_array(std::size_t n) {
   return std::unique_ptr<T[], Aligned>(static_cast<T*>(p));
 }
 
-// Whether some row of A holds the value whose signed byte a' - 128 is -128 (int8 -128, uint8 0).
-bool a_has_min(const QMatrixA& A) {
-  const int c = A.type == QType::S8 ? 0x80 : 0x00;
-  const auto* src = static_cast<const uint8_t*>(A.data);
-  const std::ptrdiff_t ld = A.ld ? A.ld : A.K;
-  for (int i = 0; i < A.M; ++i)
-    if (std::memchr(src + std::ptrdiff_t(i) * ld, c, std::size_t(A.K))) return true;
-  return false;
-}
-
-// The Avx2 level's kernel: AVX-VNNI where the CPU has it, else the sign trick where it is exact (B free of
-// -128: sign from A; else A free of -128: sign from B), else the 16-bit kernel. QS_GEMM_AVX2_KERNEL pins
-// one (madd16, sign, vnni) where it is exact and supported.
-GemmKernel choose_kernel(const QMatrixA& A, const PackedB& B, SimdLevel level) {
-  if (level == SimdLevel::Generic) return GemmKernel::Generic;
-  if (level == SimdLevel::Avx512) return GemmKernel::Avx512Vnni;
-  const char* pin = std::getenv("QS_GEMM_AVX2_KERNEL");
-  const std::string want = pin ? pin : "";
-  if (want == "madd16") return GemmKernel::Avx2Madd16;
-  if (gemm_has_avxvnni() && want != "sign") return GemmKernel::AvxVnni;
-  if (!B.has_min()) return GemmKernel::Avx2SignA;
-  if (!a_has_min(A)) return GemmKernel::Avx2SignB;
-  return GemmKernel::Avx2Madd16;
-}
-
 // Blocking, overridable for tuning (QS_GEMM_KC = k groups, QS_GEMM_MC = row panels, QS_GEMM_NC = panels).
 int env_int(const char* name, int fallback) {
   const char* s = std::getenv(name);
@@ -305,31 +285,28 @@ void run(const QMatrixA& Ain, const PackedB& B, int32_t* C, float* Y, std::ptrdi
   j.N = N;
   j.K = K;
   j.KG = B.k_groups();
-  const GemmKernel kernel = choose_kernel(A, B, level);
-  const bool sign = kernel == GemmKernel::Avx2SignA || kernel == GemmKernel::Avx2SignB;
+  const GemmKernel kernel = kernel_of(level);
   int mr = detail::kMrGeneric, esz = detail::kEszGeneric;
-  if (kernel == GemmKernel::Avx2Madd16) mr = detail::kMrAvx2, esz = detail::kEszAvx2;
-  if (sign) mr = detail::kMrSign, esz = detail::kEszSign;
+  if (kernel == GemmKernel::Avx2) mr = detail::kMrAvx2, esz = detail::kEszAvx2;
   if (kernel == GemmKernel::AvxVnni) mr = detail::kMrAvxVnni, esz = detail::kEszAvxVnni;
   if (kernel == GemmKernel::Avx512Vnni) mr = detail::kMrVnni, esz = detail::kEszVnni;
   const int mpanels = (M + mr - 1) / mr;
   auto apack = aligned_array<uint8_t>(std::size_t(M) * j.KG * 4 * esz);
-  auto rowv = aligned_array<int32_t>(std::size_t(M) * 2);
+  auto rowv = aligned_array<int32_t>(std::size_t(M) * 3);
   int32_t* ra = rowv.get();
   int32_t* alpha = rowv.get() + M;
+  int32_t* rowc = rowv.get() + 2 * std::size_t(M);
   for (int i = 0; i < M; ++i) {
     const auto& zp = A.zero_point;
     alpha[i] = (A.type == QType::S8 ? 128 : 0) + (zp.empty() ? 0 : zp[zp.size() == 1 ? 0 : std::size_t(i)]);
-    // The sign kernels sum s = a' - 128 instead of a': alpha - 128 (and ra = sum s, from the packer).
-    if (sign) alpha[i] -= 128;
+    // The Avx2 kernel sums s = a' - 128 instead of a' (its packer gives ra = sum s): a - za = s - (alpha - 128).
+    if (kernel == GemmKernel::Avx2) alpha[i] -= 128;
   }
   auto pack = [&](int b, int e) {
     switch (kernel) {
       case GemmKernel::Avx512Vnni: detail::pack_a_vnni(A, j.KG, apack.get(), ra, b, e); break;
-      case GemmKernel::AvxVnni: detail::pack_a_u8x4(A, j.KG, apack.get(), ra, b, e); break;
-      case GemmKernel::Avx2SignA:
-      case GemmKernel::Avx2SignB: detail::pack_a_sign(A, j.KG, apack.get(), ra, b, e); break;
-      case GemmKernel::Avx2Madd16: pack_a_rows<int16_t, detail::kMrAvx2>(A, j.KG, apack.get(), ra, b, e); break;
+      case GemmKernel::AvxVnni: detail::pack_a_avxvnni(A, j.KG, apack.get(), ra, b, e); break;
+      case GemmKernel::Avx2: detail::pack_a_avx2(A, j.KG, apack.get(), ra, rowc, b, e); break;
       case GemmKernel::Generic: pack_a_rows<uint8_t, detail::kMrGeneric>(A, j.KG, apack.get(), ra, b, e); break;
     }
   };
@@ -346,6 +323,7 @@ void run(const QMatrixA& Ain, const PackedB& B, int32_t* C, float* Y, std::ptrdi
   j.bpack = B.data();
   j.alpha = alpha;
   j.ra = ra;
+  j.rowc = kernel == GemmKernel::Avx2 ? rowc : nullptr;
   j.u = B.u();
   j.beta = B.beta();
   j.has_beta = B.has_beta();
@@ -374,15 +352,10 @@ void run(const QMatrixA& Ain, const PackedB& B, int32_t* C, float* Y, std::ptrdi
   j.mc_panels = env_int("QS_GEMM_MC", std::clamp((384 << 10) / (mr * 4 * esz * j.kc_groups), 2, 64));
   j.nc_panels = env_int("QS_GEMM_NC", 16);
 
-  auto tiles = &detail::gemm_tiles_generic;
-  switch (kernel) {
-    case GemmKernel::Avx512Vnni: tiles = &detail::gemm_tiles_vnni; break;
-    case GemmKernel::AvxVnni: tiles = &detail::gemm_tiles_avxvnni; break;
-    case GemmKernel::Avx2SignA: tiles = &detail::gemm_tiles_avx2_sign_a; break;
-    case GemmKernel::Avx2SignB: tiles = &detail::gemm_tiles_avx2_sign_b; break;
-    case GemmKernel::Avx2Madd16: tiles = &detail::gemm_tiles_avx2; break;
-    case GemmKernel::Generic: break;
-  }
+  auto tiles = kernel == GemmKernel::Avx512Vnni ? &detail::gemm_tiles_vnni
+               : kernel == GemmKernel::AvxVnni  ? &detail::gemm_tiles_avxvnni
+               : kernel == GemmKernel::Avx2     ? &detail::gemm_tiles_avx2
+                                                : &detail::gemm_tiles_generic;
   const int panels = B.panels();
   if (threads == 1) {
     tiles(j, 0, panels, 0, mpanels);
@@ -424,15 +397,11 @@ void gemm_q8_dequant(const QMatrixA& A, const PackedB& B, const Dequant& dq, flo
   run(A, B, nullptr, Y, ldy, &dq, threads, level, "gemm_q8_dequant");
 }
 
-GemmKernel gemm_kernel_for(const QMatrixA& Ain, const PackedB& B, SimdLevel level) {
-  QMatrixA A = Ain;
-  require(A.data != nullptr && A.M > 0 && A.K > 0 && A.K == B.K() && !B.empty(),
-          "gemm_kernel_for: A must be a valid M x K operand for B");
-  if (A.ld == 0) A.ld = A.K;
+GemmKernel gemm_kernel_for(SimdLevel level) {
   const auto& levels = available_gemm_levels();
   require(std::find(levels.begin(), levels.end(), level) != levels.end(),
           std::string("gemm_kernel_for: level ") + gemm_level_name(level) + " is not available on this CPU/build");
-  return choose_kernel(A, B, level);
+  return kernel_of(level);
 }
 
 void gemm_int8_ref(const int8_t* A, const int8_t* B, int32_t* C, int M, int K, int N) {

@@ -36,24 +36,25 @@ const char* to_string(QType t);  // "int8", "uint8"
 enum class BLayout : uint8_t { KxN, NxK };
 
 // GEMM kernels by SimdLevel: Generic (portable C++), Avx2 (256-bit: AVX-VNNI vpdpbusd where the CPU has
-// it, else vpmaddubsw with the sign trick where the data allow it exactly, else vpmaddwd on 16-bit lanes;
-// see GemmKernel), Avx512 (AVX-512 VNNI vpdpbusd; a CPU with AVX-512 but without VNNI gets Avx2).
-// Compiled and supported here, best last.
+// it, else vpmaddubsw with a one's-complement sign trick; see GemmKernel), Avx512 (AVX-512 VNNI vpdpbusd;
+// a CPU with AVX-512 but without VNNI gets Avx2). Compiled and supported here, best last.
 const std::vector<SimdLevel>& available_gemm_levels();
 SimdLevel best_gemm_level();
 const char* gemm_level_name(SimdLevel l);  // "generic", "avx2", "vnni"
 
-// The micro-kernel a call runs. The Avx2 level picks one per call, all exact. A uint8 operand counts here
-// as its value - 128 (uint8 0 is "-128"); the zero points go into the int32 epilogue.
-//   AvxVnni    256-bit vpdpbusd (AVX-VNNI), where __builtin_cpu_supports("avxvnni"); any data.
-//   Avx2SignA  vpmaddubsw(|a|, sign(a) * b) + vpmaddwd(1): B has no -128 (!PackedB::has_min()).
-//   Avx2SignB  vpmaddubsw(|b|, sign(b) * a) + vpmaddwd(1): B has -128 but A has none.
-//   Avx2Madd16 vpmaddwd on 16-bit A: both have -128 (sign(x) * -128 would wrap in int8).
-// The environment variable QS_GEMM_AVX2_KERNEL = madd16 | sign | vnni pins the Avx2 choice (tests,
-// benchmarks) where that kernel is exact for the data and supported here; otherwise the automatic one runs.
-enum class GemmKernel : uint8_t { Generic, Avx2Madd16, Avx2SignA, Avx2SignB, AvxVnni, Avx512Vnni };
-const char* gemm_kernel_name(GemmKernel k);  // "generic", "avx2-madd16", "avx2-sign-a", "avx2-sign-b", "avx-vnni", "avx512-vnni"
-// Whether this CPU has AVX-VNNI (the 256-bit vpdpbusd) and this build compiled its kernel.
+// The micro-kernel a level runs, each exact for any data:
+//   Generic    portable C++.
+//   Avx2       vpmaddubsw(|s|, b ^ sign mask of s) + vpmaddwd(1) (gemm_int8_avx2.cpp): the Avx2 level on
+//              a CPU without AVX-VNNI.
+//   AvxVnni    256-bit vpdpbusd, the Avx2 level where __builtin_cpu_supports("avxvnni") (Alder Lake, Zen 5).
+//   Avx512Vnni 512-bit vpdpbusd, the Avx512 level.
+// The environment variable QS_GEMM_AVX2_KERNEL=avx2 makes the Avx2 level run the Avx2 kernel even where
+// the CPU has AVX-VNNI (tests and benchmarks of that kernel).
+enum class GemmKernel : uint8_t { Generic, Avx2, AvxVnni, Avx512Vnni };
+const char* gemm_kernel_name(GemmKernel k);  // "generic", "avx2", "avx-vnni", "avx512-vnni"
+// The kernel gemm_int8 / gemm_q8 / gemm_q8_dequant run at this level (which must be available).
+GemmKernel gemm_kernel_for(SimdLevel level);
+// This CPU has AVX-VNNI (the VEX 256-bit vpdpbusd) and this build compiled its kernel.
 bool gemm_has_avxvnni();
 
 // Largest K for which sum_k x_k * y_k always fits in int32 when every x_k is in [x_lo, x_hi] and every
@@ -83,9 +84,6 @@ class PackedB {
   const int32_t* beta() const { return beta_.data(); }      // zb[j] - (uint8 ? 128 : 0): b - zb = b' - beta
   bool has_beta() const { return has_beta_; }
   std::pair<int32_t, int32_t> value_range() const { return {lo_, hi_}; }  // range of qb - zb over all columns
-  // Some packed b' is -128 (int8 B holds -128, or uint8 B holds 0): the AVX2 sign trick must then take
-  // the sign from A (GemmKernel).
-  bool has_min() const { return has_min_; }
 
  private:
   friend PackedB pack_b_impl(const void*, QType, int, int, std::ptrdiff_t, BLayout, std::span<const int32_t>);
@@ -97,7 +95,6 @@ class PackedB {
   std::unique_ptr<int8_t[], Free> data_;
   std::vector<int32_t> u_, beta_;
   bool has_beta_ = false;
-  bool has_min_ = false;
   int32_t lo_ = 0, hi_ = 0;
 };
 
@@ -136,9 +133,6 @@ void gemm_q8(const QMatrixA& A, const PackedB& B, int32_t* C, std::ptrdiff_t ldc
 // The same product, dequantized to float32 in the kernel's epilogue (no int32 matrix in memory).
 void gemm_q8_dequant(const QMatrixA& A, const PackedB& B, const Dequant& dq, float* Y, std::ptrdiff_t ldy,
                      int threads = 1, SimdLevel level = best_gemm_level());
-// The micro-kernel gemm_q8 / gemm_q8_dequant would run for these operands at this level (no product is
-// computed; A is scanned for -128 only when the choice depends on it). A must be valid.
-GemmKernel gemm_kernel_for(const QMatrixA& A, const PackedB& B, SimdLevel level = best_gemm_level());
 
 // The oracle: plain loops with int32 accumulation, B unpacked K x N row-major (ldb = N). K is checked
 // against the same bound. gemm_q8_ref evaluates sum (qa - za)(qb - zb) directly (no expansion).

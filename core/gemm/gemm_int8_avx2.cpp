@@ -1,18 +1,23 @@
-// The AVX2 int8 kernels for CPUs without VNNI (gemm.cpp picks one per call, see GemmKernel in gemm.h).
-// Compiled with -mavx2 -mfma and called only after a runtime check. Exercise: tests/tst_gemm.cpp,
-// `quantscope-cli bench gemm --kernels int8-avx2`.
+// The AVX2 int8 kernel for CPUs without VNNI, and the AVX2 A packers (this kernel's layout and the AVX-VNNI
+// kernel's). Compiled with -mavx2 -mfma and called only after a runtime check. Exercise: tests/tst_gemm.cpp,
+// `QS_GEMM_AVX2_KERNEL=avx2 quantscope-cli bench gemm --kernels int8-avx2`.
 //
-// Sign trick (Avx2SignA / Avx2SignB, the usual path): vpmaddubsw multiplies unsigned by signed bytes and
-// adds pairs into int16 with saturation. With u = |a| (0..128 as unsigned) and s = sign(a) * b (vpsignb)
-// every product u * s equals a * b, and a pair sum is at most 2 * 128 * 127 = 32512 in magnitude as long
-// as s never needs +128, i.e. b is never -128 (vpsignb would wrap -(-128) to -128). vpmaddwd with ones
-// then adds the two pairs of each group of 4 k into an int32 lane: exact. Avx2SignA takes the sign from A
-// (needs B free of -128), Avx2SignB from B (needs A free of -128). A tile is R x 8V columns: R x V ymm
-// accumulators in column order (no horizontal fold), B read straight from the shared packed layout.
-//
-// Avx2Madd16 (the fallback when both operands hold -128): A packed as 16-bit a', B widened with
-// vpmovsxbw; vpmaddwd then adds exact pairs into int32 lanes that hold (column, k-pair) partial sums,
-// folded at the end.
+// vpmaddubsw multiplies unsigned by signed bytes and adds adjacent products into int16 with saturation,
+// so it cannot take a' = a + 128 (255 * -128 * 2 overflows). A sign trick with a one's complement makes
+// it exact for every int8 pair. With s the signed A value (a, or a - 128 for uint8 A), u = |s| (0..128,
+// read unsigned) and m = 0xff where s < 0, else 0:
+//   u * (b ^ m) = s * b            when s >= 0
+//   u * (b ^ m) = |s| * (-b - 1)   when s < 0, = s * b - |s|
+// so sum_k s b = sum_k u (b ^ m) + c with c = sum over s < 0 of |s|, one number per row of A (rowc,
+// added once as the accumulators' start). Each product u * (b ^ m) lies in [128 * -128, 128 * 127], a
+// pair in [-32768, 32512]: vpmaddubsw never saturates, whatever the data (-128 in A, in B, or both).
+// (The textbook trick, u = |s| and vpsignb(b, s) = sign(s) * b, wraps -(-128) to -128 and so needs B free
+// of -128; vpsignb also competes with the multiplies for the same two vector pipes on Zen 5, vpxor not.)
+// vpmaddwd with ones then adds the two pairs of each group of 4 k into an int32 lane. Per 32 byte
+// products: vpxor, vpmaddubsw, vpmaddwd, vpaddd.
+// A tile is 4 rows x 16 columns: 8 ymm accumulators in column order (no horizontal fold), B read straight
+// from the shared packed layout (8 columns x 4 k per 32 bytes), per row and k group one broadcast of the
+// 4 masks and one of the 4 magnitudes.
 #include <immintrin.h>
 
 #include <cstring>
@@ -23,7 +28,7 @@ namespace qs::detail {
 namespace {
 
 // The epilogue of 8 columns of one row: K-block accumulation, zero-point terms, int32 or float output.
-// x holds the raw sums of columns c0 .. c0 + 7 of this row; u, beta, sb, bias point at column c0.
+// x holds the raw sums of columns c0 .. c0 + 7 of row r; u, beta, sb, bias are read at column c0.
 inline void store8(__m256i x, const Tile& t, int r, int c0, int ncols) {
   int32_t* o = t.out + r * t.ld + c0;
   const bool full = ncols >= 8;
@@ -59,17 +64,17 @@ inline __m256i bcast32(const uint8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// ---- Avx2SignA / Avx2SignB ----------------------------------------------------------------------------
-
-// R rows x V vectors of 8 columns. kSignFromB: u = |b|, s = sign(b) * a (A must hold no -128); else
-// u = |a|, s = sign(a) * b (B must hold no -128).
-template <int R, int V, bool kSignFromB>
-void micro_sign(const Tile& t) {
+// R rows x V vectors of 8 columns. Packed A: per k group and row 8 bytes, the 4 masks m then the 4 |s|.
+template <int R, int V>
+void micro(const Tile& t) {
   __m256i acc[R][V];
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) {
+    // The row's correction c enters once, with the first K block.
+    const __m256i init = t.accumulate ? _mm256_setzero_si256() : _mm256_set1_epi32(t.rowc[r]);
 #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_si256();
+    for (int v = 0; v < V; ++v) acc[r][v] = init;
+  }
   const __m256i ones = _mm256_set1_epi16(1);
   const uint8_t* a = t.a;
   const int8_t* b = t.b;
@@ -77,28 +82,13 @@ void micro_sign(const Tile& t) {
     __m256i bv[V];
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) bv[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 32 * v));
-    if constexpr (kSignFromB) {
-      __m256i ub[V];
-#pragma GCC unroll 4
-      for (int v = 0; v < V; ++v) ub[v] = _mm256_abs_epi8(bv[v]);
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const __m256i as = bcast32(a + 8 * r);
+    for (int r = 0; r < R; ++r) {
+      const __m256i m = bcast32(a + 8 * r), u = bcast32(a + 8 * r + 4);
 #pragma GCC unroll 4
-        for (int v = 0; v < V; ++v) {
-          const __m256i p = _mm256_maddubs_epi16(ub[v], _mm256_sign_epi8(as, bv[v]));
-          acc[r][v] = _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(p, ones));
-        }
-      }
-    } else {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const __m256i as = bcast32(a + 8 * r), au = bcast32(a + 8 * r + 4);
-#pragma GCC unroll 4
-        for (int v = 0; v < V; ++v) {
-          const __m256i p = _mm256_maddubs_epi16(au, _mm256_sign_epi8(bv[v], as));
-          acc[r][v] = _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(p, ones));
-        }
+      for (int v = 0; v < V; ++v) {
+        const __m256i p = _mm256_maddubs_epi16(u, _mm256_xor_si256(bv[v], m));  // pairs, never saturated
+        acc[r][v] = _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(p, ones));
       }
     }
     a += 8 * R;
@@ -111,143 +101,88 @@ void micro_sign(const Tile& t) {
       if (8 * v < t.cols) store8(acc[r][v], t, r, 8 * v, t.cols - 8 * v);
 }
 
-constexpr int kSignV = 2;  // vectors per tile row: a 4 x 16 tile, 8 accumulators
-
-template <int R, bool kSignFromB>
-void micro_sign_cols(const Tile& t) {
-  if (t.cols > 8)
-    micro_sign<R, kSignV, kSignFromB>(t);
-  else
-    micro_sign<R, 1, kSignFromB>(t);
-}
-
-template <bool kSignFromB>
-struct Sign {
-  static constexpr int MR = kMrSign, NT = 8 * kSignV, ESZ = kEszSign;
-  static void dispatch(int rows, const Tile& t) {
-    switch (rows) {
-      case 4: micro_sign_cols<4, kSignFromB>(t); break;
-      case 3: micro_sign_cols<3, kSignFromB>(t); break;
-      case 2: micro_sign_cols<2, kSignFromB>(t); break;
-      default: micro_sign_cols<1, kSignFromB>(t); break;
-    }
-  }
-};
-static_assert(kMrSign == 4);
-
-// ---- Avx2Madd16 ---------------------------------------------------------------------------------------
-
-constexpr int NT16 = 8;
-
-inline __m256i bcast64(const int16_t* p) {
-  long long v;
-  std::memcpy(&v, p, 8);
-  return _mm256_set1_epi64x(v);
-}
+constexpr int kV = 2;  // vectors per tile row: 4 x 16 (4 x 24 measured the same on Zen 5, with less room)
 
 template <int R>
-void micro16(const Tile& t) {
-  __m256i acc[R][2];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-  const auto* a = reinterpret_cast<const int16_t*>(t.a);
-  const int8_t* b = t.b;
-  for (int g = 0; g < t.kgs; ++g) {
-    // 16 bytes = 4 columns x 4 k each: lanes (c, k) -> int32 lanes (c, k0+k1), (c, k2+k3).
-    const __m256i b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
-    const __m256i b1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16)));
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      const __m256i av = bcast64(a + 4 * r);
-      acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, b0));
-      acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, b1));
-    }
-    a += 4 * R;
-    b += 4 * kGemmPanel;
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)  // hadd -> columns (0 1 4 5 | 2 3 6 7); the qword permute restores 0..7.
-    store8(_mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[r][0], acc[r][1]), 0xD8), t, r, 0, t.cols);
+void micro_cols(const Tile& t) {
+  if (t.cols > 8)
+    micro<R, kV>(t);
+  else
+    micro<R, 1>(t);
 }
 
-struct Madd16 {
-  static constexpr int MR = kMrAvx2, NT = NT16, ESZ = kEszAvx2;
+struct Avx2 {
+  static constexpr int MR = kMrAvx2, NT = 8 * kV, ESZ = kEszAvx2;
   static void dispatch(int rows, const Tile& t) {
     switch (rows) {
-      case 4: micro16<4>(t); break;
-      case 3: micro16<3>(t); break;
-      case 2: micro16<2>(t); break;
-      default: micro16<1>(t); break;
+      case 4: micro_cols<4>(t); break;
+      case 3: micro_cols<3>(t); break;
+      case 2: micro_cols<2>(t); break;
+      default: micro_cols<1>(t); break;
     }
   }
 };
-static_assert(kMrAvx2 == 4);
+static_assert(kMrAvx2 == 4 && kEszAvx2 == 2);
 
-}  // namespace
+// ---- packing A ----------------------------------------------------------------------------------------
 
-void gemm_tiles_avx2(const GemmJob& j, int pb, int pe, int mb, int me) { run_blocked<Madd16>(j, pb, pe, mb, me); }
-void gemm_tiles_avx2_sign_a(const GemmJob& j, int pb, int pe, int mb, int me) {
-  run_blocked<Sign<false>>(j, pb, pe, mb, me);
-}
-void gemm_tiles_avx2_sign_b(const GemmJob& j, int pb, int pe, int mb, int me) {
-  run_blocked<Sign<true>>(j, pb, pe, mb, me);
-}
-
-}  // namespace qs::detail
-
-namespace qs::detail {
-namespace {
-
-// Rows [p0, p0 + rows) of one panel through plain loops (the last panel of fewer than 4 rows). kSign: the
-// sign layout (s then |s| per group and row), else a' bytes (4 per group and row).
-template <bool kSign>
-void pack_panel_scalar(const QMatrixA& A, int KG, uint8_t* dst, int32_t* ra, int p0, int rows) {
+// kMasks: this kernel's layout (per group and row: 4 masks, 4 magnitudes; ra = sum s, rowc = sum over
+// s < 0 of |s|); else the AVX-VNNI layout (4 bytes a' per group and row; ra = sum a').
+// Rows [p0, p0 + rows) of one panel through plain loops (a last panel of fewer than 4 rows).
+template <bool kMasks>
+void pack_panel_scalar(const QMatrixA& A, int KG, uint8_t* dst, int32_t* ra, int32_t* rowc, int p0, int rows) {
   const auto* src = static_cast<const uint8_t*>(A.data);
   const uint8_t flip = A.type == QType::S8 ? 0x80 : 0x00;  // raw ^ flip = a' (unsigned); s = a' - 128
   for (int r = 0; r < rows; ++r) {
     const uint8_t* row = src + std::ptrdiff_t(p0 + r) * A.ld;
-    int32_t sum = 0;
+    int32_t sum = 0, neg = 0;
     for (int g = 0; g < KG; ++g)
       for (int q = 0; q < 4; ++q) {
         const int k = 4 * g + q;
-        const int ap = k < A.K ? int(row[k] ^ flip) : (kSign ? 128 : 0);  // padding: s = 0 / a' = 0
-        if constexpr (kSign) {
+        const int ap = k < A.K ? int(row[k] ^ flip) : (kMasks ? 128 : 0);  // past K: s = 0, a' = 0
+        if constexpr (kMasks) {
           const int s = ap - 128;
           uint8_t* d = dst + (std::ptrdiff_t(g) * rows + r) * 8;
-          d[q] = uint8_t(s);
+          d[q] = s < 0 ? 0xff : 0x00;
           d[4 + q] = uint8_t(s < 0 ? -s : s);
           sum += s;
+          neg += s < 0 ? -s : 0;
         } else {
           dst[(std::ptrdiff_t(g) * rows + r) * 4 + q] = uint8_t(ap);
           sum += ap;
         }
       }
     ra[p0 + r] = sum;
+    if (kMasks) rowc[p0 + r] = neg;
   }
 }
 
-// Full 4-row panels, 32 bytes (8 k groups) of each row at a time: a 4 x 8 dword transpose with unpacks.
-// ra: sum of s (kSign) or of a', through vpsadbw on a' (padding read as a' = 128 / 0 and taken off).
-template <bool kSign>
-void pack_a4(const QMatrixA& A, int KG, uint8_t* apack, int32_t* ra, int row_begin, int row_end) {
-  constexpr int MR = 4, BYTES = kSign ? 8 : 4;  // per group and row
+inline int64_t hsum64(__m256i x) {
+  return _mm256_extract_epi64(x, 0) + _mm256_extract_epi64(x, 1) + _mm256_extract_epi64(x, 2) +
+         _mm256_extract_epi64(x, 3);
+}
+
+// Full 4-row panels, 32 bytes (8 k groups) of each row at a time, a 4 x 8 dword transpose with unpacks.
+// Sums through vpsadbw: of a' (bytes read past K hold a' = 128 for kMasks, 0 otherwise, taken off) and of |s|.
+template <bool kMasks>
+void pack_a4(const QMatrixA& A, int KG, uint8_t* apack, int32_t* ra, int32_t* rowc, int row_begin, int row_end) {
+  constexpr int MR = 4, BYTES = kMasks ? 8 : 4;  // per group and row
   const auto* src = static_cast<const uint8_t*>(A.data);
   const uint8_t flip8 = A.type == QType::S8 ? 0x80 : 0x00;
   const __m256i flip = _mm256_set1_epi8(char(flip8)), h80 = _mm256_set1_epi8(char(0x80)), zero = _mm256_setzero_si256();
-  // Bytes past K: raw values whose a' is 128 (s = 0) for the sign layout, 0 for the a' layout.
-  const uint8_t pad = uint8_t((kSign ? 0x80 : 0x00) ^ flip8);
+  const uint8_t pad_ap = kMasks ? 0x80 : 0x00;  // a' of the bytes past K (s = 0 / a' = 0)
   for (int p0 = row_begin; p0 < row_end; p0 += MR) {
     const int rows = A.M - p0 < MR ? A.M - p0 : MR;
-    uint8_t* dst = apack + std::ptrdiff_t(p0) * KG * 4 * (kSign ? 2 : 1);
+    uint8_t* dst = apack + std::ptrdiff_t(p0) * KG * BYTES;
     if (rows < MR) {
-      pack_panel_scalar<kSign>(A, KG, dst, ra, p0, rows);
+      pack_panel_scalar<kMasks>(A, KG, dst, ra, rowc, p0, rows);
       continue;
     }
-    __m256i sums[MR] = {zero, zero, zero, zero};
+    __m256i sums[MR] = {zero, zero, zero, zero}, abss[MR] = {zero, zero, zero, zero};
     int chunks = 0;
     for (int k0 = 0; k0 < A.K; k0 += 32, ++chunks) {
       const int n = A.K - k0 < 32 ? A.K - k0 : 32;
-      __m256i P[MR];  // a' (unsigned) or s (signed) per row
+      __m256i P[MR];  // s (kMasks) or a'
 #pragma GCC unroll 4
       for (int r = 0; r < MR; ++r) {
         const uint8_t* row = src + std::ptrdiff_t(p0 + r) * A.ld + k0;
@@ -256,30 +191,33 @@ void pack_a4(const QMatrixA& A, int KG, uint8_t* apack, int32_t* ra, int row_beg
           x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row));
         } else {
           alignas(32) uint8_t buf[32];
-          std::memset(buf, pad, 32);
+          std::memset(buf, pad_ap ^ flip8, 32);
           std::memcpy(buf, row, std::size_t(n));
           x = _mm256_load_si256(reinterpret_cast<const __m256i*>(buf));
         }
         const __m256i ap = _mm256_xor_si256(x, flip);  // a'
         sums[r] = _mm256_add_epi64(sums[r], _mm256_sad_epu8(ap, zero));
-        P[r] = kSign ? _mm256_xor_si256(ap, h80) : ap;  // s = a' - 128
+        P[r] = kMasks ? _mm256_xor_si256(ap, h80) : ap;  // s = a' - 128
       }
       const int G = KG - k0 / 4 < 8 ? KG - k0 / 4 : 8;  // groups of this chunk inside the panel
       uint8_t* d = dst + std::ptrdiff_t(k0 / 4) * MR * BYTES;
-      if constexpr (kSign) {
+      if constexpr (kMasks) {
         __m256i L[MR], H[MR];
 #pragma GCC unroll 4
         for (int r = 0; r < MR; ++r) {
-          const __m256i u = _mm256_abs_epi8(P[r]);
-          L[r] = _mm256_unpacklo_epi32(P[r], u);  // (s, |s|) of groups 0, 1 | 4, 5
-          H[r] = _mm256_unpackhi_epi32(P[r], u);  // groups 2, 3 | 6, 7
+          const __m256i u = _mm256_abs_epi8(P[r]);  // -128 gives 0x80: 128 read unsigned
+          const __m256i m = _mm256_cmpgt_epi8(zero, P[r]);
+          abss[r] = _mm256_add_epi64(abss[r], _mm256_sad_epu8(u, zero));
+          L[r] = _mm256_unpacklo_epi32(m, u);  // (m, |s|) of groups 0, 1 | 4, 5
+          H[r] = _mm256_unpackhi_epi32(m, u);  // groups 2, 3 | 6, 7
         }
+        // X01[q], X23[q]: rows 0, 1 / rows 2, 3 of group q | q + 4
         const __m256i X01[4] = {_mm256_unpacklo_epi64(L[0], L[1]), _mm256_unpackhi_epi64(L[0], L[1]),
                                 _mm256_unpacklo_epi64(H[0], H[1]), _mm256_unpackhi_epi64(H[0], H[1])};
         const __m256i X23[4] = {_mm256_unpacklo_epi64(L[2], L[3]), _mm256_unpackhi_epi64(L[2], L[3]),
                                 _mm256_unpacklo_epi64(H[2], H[3]), _mm256_unpackhi_epi64(H[2], H[3])};
 #pragma GCC unroll 4
-        for (int q = 0; q < 4; ++q) {  // X01[q]: rows 0, 1 of group q | q + 4
+        for (int q = 0; q < 4; ++q) {
           if (q < G)
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + q * 32), _mm256_permute2x128_si256(X01[q], X23[q], 0x20));
           if (q + 4 < G)
@@ -299,26 +237,30 @@ void pack_a4(const QMatrixA& A, int KG, uint8_t* apack, int32_t* ra, int row_beg
         }
       }
     }
-    // Groups past the last chunk's 8 (K a multiple of 32 never leaves any; KG = ceil(K / 4) <= 8 * chunks).
+    // KG = ceil(K / 4) groups, all inside the 8 * chunks groups read.
+    const int64_t padded = int64_t(32) * chunks - A.K;
     for (int r = 0; r < MR; ++r) {
-      const __m256i s = sums[r];
-      const int64_t t = _mm256_extract_epi64(s, 0) + _mm256_extract_epi64(s, 1) + _mm256_extract_epi64(s, 2) +
-                        _mm256_extract_epi64(s, 3);
-      // sum of a' over the 32 * chunks bytes read; the padding bytes read a' = pad ^ flip.
-      const int64_t padded = int64_t(32) * chunks - A.K;
-      const int64_t sum_ap = t - padded * int64_t(uint8_t(pad ^ flip8));
-      ra[p0 + r] = int32_t(kSign ? sum_ap - int64_t(128) * A.K : sum_ap);
+      const int64_t sum_ap = hsum64(sums[r]) - padded * pad_ap;  // sum of a' over the K values
+      if constexpr (kMasks) {
+        const int64_t sum_s = sum_ap - int64_t(128) * A.K;
+        ra[p0 + r] = int32_t(sum_s);
+        rowc[p0 + r] = int32_t((hsum64(abss[r]) - sum_s) / 2);  // sum over s < 0 of |s| = (sum |s| - sum s) / 2
+      } else {
+        ra[p0 + r] = int32_t(sum_ap);
+      }
     }
   }
 }
 
 }  // namespace
 
-void pack_a_sign(const QMatrixA& A, int KG, uint8_t* apack, int32_t* ra, int row_begin, int row_end) {
-  pack_a4<true>(A, KG, apack, ra, row_begin, row_end);
+void gemm_tiles_avx2(const GemmJob& j, int pb, int pe, int mb, int me) { run_blocked<Avx2>(j, pb, pe, mb, me); }
+
+void pack_a_avx2(const QMatrixA& A, int KG, uint8_t* apack, int32_t* ra, int32_t* rowc, int row_begin, int row_end) {
+  pack_a4<true>(A, KG, apack, ra, rowc, row_begin, row_end);
 }
-void pack_a_u8x4(const QMatrixA& A, int KG, uint8_t* apack, int32_t* ra, int row_begin, int row_end) {
-  pack_a4<false>(A, KG, apack, ra, row_begin, row_end);
+void pack_a_avxvnni(const QMatrixA& A, int KG, uint8_t* apack, int32_t* ra, int row_begin, int row_end) {
+  pack_a4<false>(A, KG, apack, ra, nullptr, row_begin, row_end);
 }
 
 }  // namespace qs::detail

@@ -2,9 +2,10 @@
 // choice where the CPU has it (gemm.cpp asks __builtin_cpu_supports("avxvnni")). vpdpbusd multiplies
 // unsigned by signed bytes and adds each group of 4 products into an int32 lane without intermediate
 // saturation, so the operands are those of the AVX-512 VNNI kernel: a' = a + 128 (int8 A) or a (uint8 A)
-// in [0, 255], b' as packed; exact for any data, no sign trick needed. A tile is 6 rows x 16 columns
-// (12 ymm accumulators). Compiled with -mavx2 -mfma -mavxvnni where the compiler supports it
-// (QS_HAVE_AVXVNNI), else only a stub that is never called. Exercise: tests/tst_gemm.cpp.
+// in [0, 255], b' as packed; exact for any data, no sign trick needed. A tile is 4 rows x 16 columns
+// (8 ymm accumulators; A packed by pack_a_avxvnni in gemm_int8_avx2.cpp). Compiled with -mavx2 -mfma
+// -mavxvnni where the compiler supports it (QS_HAVE_AVXVNNI), else only a stub that is never called.
+// Exercise: tests/tst_gemm.cpp (the avxvnni instances), `quantscope-cli bench gemm --kernels int8-avx2`.
 #include "gemm/gemm_impl.h"
 
 #if defined(QS_HAVE_AVXVNNI)
@@ -93,8 +94,6 @@ struct AvxVnni {
   static constexpr int MR = kMrAvxVnni, NT = 8 * kV, ESZ = kEszAvxVnni;
   static void dispatch(int rows, const Tile& t) {
     switch (rows) {
-      case 6: micro_cols<6>(t); break;
-      case 5: micro_cols<5>(t); break;
       case 4: micro_cols<4>(t); break;
       case 3: micro_cols<3>(t); break;
       case 2: micro_cols<2>(t); break;
@@ -102,7 +101,7 @@ struct AvxVnni {
     }
   }
 };
-static_assert(kMrAvxVnni <= 6);
+static_assert(kMrAvxVnni == 4 && kEszAvxVnni == 1);
 
 }  // namespace
 
