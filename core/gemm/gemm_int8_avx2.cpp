@@ -12,7 +12,8 @@
 // added once as the accumulators' start). Each product u * (b ^ m) lies in [128 * -128, 128 * 127], a
 // pair in [-32768, 32512]: vpmaddubsw never saturates, whatever the data (-128 in A, in B, or both).
 // (The textbook trick, u = |s| and vpsignb(b, s) = sign(s) * b, wraps -(-128) to -128 and so needs B free
-// of -128; vpsignb also competes with the multiplies for the same two vector pipes on Zen 5, vpxor not.)
+// of -128 or a fallback; with the same tile and packing it also measured slower on Zen 5, see
+// notes/issue17-avx2-gemm.md.)
 // vpmaddwd with ones then adds the two pairs of each group of 4 k into an int32 lane. Per 32 byte
 // products: vpxor, vpmaddubsw, vpmaddwd, vpaddd.
 // A tile is 4 rows x 16 columns: 8 ymm accumulators in column order (no horizontal fold), B read straight
