@@ -142,7 +142,10 @@ void add_bench_gemm(CLI::App& bench) {
       return;
     }
     std::string levels;
-    for (SimdLevel l : available_gemm_levels()) levels += std::string(levels.empty() ? "" : " ") + gemm_level_name(l);
+    for (SimdLevel l : available_gemm_levels()) {
+      levels += std::string(levels.empty() ? "" : " ") + gemm_level_name(l);
+      if (l == SimdLevel::Avx2) levels += std::string(" (kernel ") + gemm_kernel_name(gemm_kernel_for(l)) + ")";
+    }
     const std::string extra = bench_gemm_comparison();
     std::fprintf(stderr, "# int8 levels: %s; activations quantized per %s; comparison: %s; each kernel checked before timing\n",
                  levels.c_str(), o.act.c_str(), extra.empty() ? "none (oneDNN not built in)" : extra.c_str());

@@ -33,6 +33,38 @@ const std::vector<SimdLevel>& available_gemm_levels() {
 
 SimdLevel best_gemm_level() { return available_gemm_levels().back(); }
 
+const char* gemm_kernel_name(GemmKernel k) {
+  switch (k) {
+    case GemmKernel::Generic: return "generic";
+    case GemmKernel::Avx2: return "avx2";
+    case GemmKernel::AvxVnni: return "avx-vnni";
+    case GemmKernel::Avx512Vnni: return "avx512-vnni";
+  }
+  return "?";
+}
+
+bool gemm_has_avxvnni() {
+  static const bool has = [] {
+#if defined(QS_HAVE_X86_SIMD)
+    __builtin_cpu_init();
+    return detail::avxvnni_compiled() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+#else
+    return false;
+#endif
+  }();
+  return has;
+}
+
+namespace {
+GemmKernel kernel_of(SimdLevel level) {
+  if (level == SimdLevel::Generic) return GemmKernel::Generic;
+  if (level == SimdLevel::Avx512) return GemmKernel::Avx512Vnni;
+  const char* pin = std::getenv("QS_GEMM_AVX2_KERNEL");  // read per call: tests switch it
+  if (gemm_has_avxvnni() && !(pin && std::string(pin) == "avx2")) return GemmKernel::AvxVnni;
+  return GemmKernel::Avx2;
+}
+}  // namespace
+
 const char* gemm_level_name(SimdLevel l) {
   switch (l) {
     case SimdLevel::Generic: return "generic";
@@ -253,25 +285,30 @@ void run(const QMatrixA& Ain, const PackedB& B, int32_t* C, float* Y, std::ptrdi
   j.N = N;
   j.K = K;
   j.KG = B.k_groups();
+  const GemmKernel kernel = kernel_of(level);
   int mr = detail::kMrGeneric, esz = detail::kEszGeneric;
-  if (level == SimdLevel::Avx2) mr = detail::kMrAvx2, esz = detail::kEszAvx2;
-  if (level == SimdLevel::Avx512) mr = detail::kMrVnni, esz = detail::kEszVnni;
+  if (kernel == GemmKernel::Avx2) mr = detail::kMrAvx2, esz = detail::kEszAvx2;
+  if (kernel == GemmKernel::AvxVnni) mr = detail::kMrAvxVnni, esz = detail::kEszAvxVnni;
+  if (kernel == GemmKernel::Avx512Vnni) mr = detail::kMrVnni, esz = detail::kEszVnni;
   const int mpanels = (M + mr - 1) / mr;
   auto apack = aligned_array<uint8_t>(std::size_t(M) * j.KG * 4 * esz);
-  auto rowv = aligned_array<int32_t>(std::size_t(M) * 2);
+  auto rowv = aligned_array<int32_t>(std::size_t(M) * 3);
   int32_t* ra = rowv.get();
   int32_t* alpha = rowv.get() + M;
+  int32_t* rowc = rowv.get() + 2 * std::size_t(M);
   for (int i = 0; i < M; ++i) {
     const auto& zp = A.zero_point;
     alpha[i] = (A.type == QType::S8 ? 128 : 0) + (zp.empty() ? 0 : zp[zp.size() == 1 ? 0 : std::size_t(i)]);
+    // The Avx2 kernel sums s = a' - 128 instead of a' (its packer gives ra = sum s): a - za = s - (alpha - 128).
+    if (kernel == GemmKernel::Avx2) alpha[i] -= 128;
   }
   auto pack = [&](int b, int e) {
-    if (level == SimdLevel::Avx512)
-      detail::pack_a_vnni(A, j.KG, apack.get(), ra, b, e);
-    else if (level == SimdLevel::Avx2)
-      pack_a_rows<int16_t, detail::kMrAvx2>(A, j.KG, apack.get(), ra, b, e);
-    else
-      pack_a_rows<uint8_t, detail::kMrGeneric>(A, j.KG, apack.get(), ra, b, e);
+    switch (kernel) {
+      case GemmKernel::Avx512Vnni: detail::pack_a_vnni(A, j.KG, apack.get(), ra, b, e); break;
+      case GemmKernel::AvxVnni: detail::pack_a_avxvnni(A, j.KG, apack.get(), ra, b, e); break;
+      case GemmKernel::Avx2: detail::pack_a_avx2(A, j.KG, apack.get(), ra, rowc, b, e); break;
+      case GemmKernel::Generic: pack_a_rows<uint8_t, detail::kMrGeneric>(A, j.KG, apack.get(), ra, b, e); break;
+    }
   };
   const std::size_t work = std::size_t(M) * std::size_t(K);
   if (threads == 1 || work < (std::size_t(1) << 18)) {
@@ -286,6 +323,7 @@ void run(const QMatrixA& Ain, const PackedB& B, int32_t* C, float* Y, std::ptrdi
   j.bpack = B.data();
   j.alpha = alpha;
   j.ra = ra;
+  j.rowc = kernel == GemmKernel::Avx2 ? rowc : nullptr;
   j.u = B.u();
   j.beta = B.beta();
   j.has_beta = B.has_beta();
@@ -314,9 +352,10 @@ void run(const QMatrixA& Ain, const PackedB& B, int32_t* C, float* Y, std::ptrdi
   j.mc_panels = env_int("QS_GEMM_MC", std::clamp((384 << 10) / (mr * 4 * esz * j.kc_groups), 2, 64));
   j.nc_panels = env_int("QS_GEMM_NC", 16);
 
-  auto tiles = level == SimdLevel::Avx512 ? &detail::gemm_tiles_vnni
-               : level == SimdLevel::Avx2 ? &detail::gemm_tiles_avx2
-                                          : &detail::gemm_tiles_generic;
+  auto tiles = kernel == GemmKernel::Avx512Vnni ? &detail::gemm_tiles_vnni
+               : kernel == GemmKernel::AvxVnni  ? &detail::gemm_tiles_avxvnni
+               : kernel == GemmKernel::Avx2     ? &detail::gemm_tiles_avx2
+                                                : &detail::gemm_tiles_generic;
   const int panels = B.panels();
   if (threads == 1) {
     tiles(j, 0, panels, 0, mpanels);
@@ -356,6 +395,13 @@ void gemm_q8(const QMatrixA& A, const PackedB& B, int32_t* C, std::ptrdiff_t ldc
 void gemm_q8_dequant(const QMatrixA& A, const PackedB& B, const Dequant& dq, float* Y, std::ptrdiff_t ldy,
                      int threads, SimdLevel level) {
   run(A, B, nullptr, Y, ldy, &dq, threads, level, "gemm_q8_dequant");
+}
+
+GemmKernel gemm_kernel_for(SimdLevel level) {
+  const auto& levels = available_gemm_levels();
+  require(std::find(levels.begin(), levels.end(), level) != levels.end(),
+          std::string("gemm_kernel_for: level ") + gemm_level_name(level) + " is not available on this CPU/build");
+  return kernel_of(level);
 }
 
 void gemm_int8_ref(const int8_t* A, const int8_t* B, int32_t* C, int M, int K, int N) {

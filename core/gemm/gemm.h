@@ -35,11 +35,27 @@ enum class QType : uint8_t { S8, U8 };
 const char* to_string(QType t);  // "int8", "uint8"
 enum class BLayout : uint8_t { KxN, NxK };
 
-// GEMM kernels by SimdLevel: Generic (portable C++), Avx2 (vpmaddwd on 16-bit lanes), Avx512 (AVX-512
-// VNNI vpdpbusd; a CPU with AVX-512 but without VNNI gets Avx2). Compiled and supported here, best last.
+// GEMM kernels by SimdLevel: Generic (portable C++), Avx2 (256-bit: AVX-VNNI vpdpbusd where the CPU has
+// it, else vpmaddubsw with a one's-complement sign trick; see GemmKernel), Avx512 (AVX-512 VNNI vpdpbusd;
+// a CPU with AVX-512 but without VNNI gets Avx2). Compiled and supported here, best last.
 const std::vector<SimdLevel>& available_gemm_levels();
 SimdLevel best_gemm_level();
 const char* gemm_level_name(SimdLevel l);  // "generic", "avx2", "vnni"
+
+// The micro-kernel a level runs, each exact for any data:
+//   Generic    portable C++.
+//   Avx2       vpmaddubsw(|s|, b ^ sign mask of s) + vpmaddwd(1) (gemm_int8_avx2.cpp): the Avx2 level on
+//              a CPU without AVX-VNNI.
+//   AvxVnni    256-bit vpdpbusd, the Avx2 level where __builtin_cpu_supports("avxvnni") (Alder Lake, Zen 5).
+//   Avx512Vnni 512-bit vpdpbusd, the Avx512 level.
+// The environment variable QS_GEMM_AVX2_KERNEL=avx2 makes the Avx2 level run the Avx2 kernel even where
+// the CPU has AVX-VNNI (tests and benchmarks of that kernel).
+enum class GemmKernel : uint8_t { Generic, Avx2, AvxVnni, Avx512Vnni };
+const char* gemm_kernel_name(GemmKernel k);  // "generic", "avx2", "avx-vnni", "avx512-vnni"
+// The kernel gemm_int8 / gemm_q8 / gemm_q8_dequant run at this level (which must be available).
+GemmKernel gemm_kernel_for(SimdLevel level);
+// This CPU has AVX-VNNI (the VEX 256-bit vpdpbusd) and this build compiled its kernel.
+bool gemm_has_avxvnni();
 
 // Largest K for which sum_k x_k * y_k always fits in int32 when every x_k is in [x_lo, x_hi] and every
 // y_k in [y_lo, y_hi] (the ranges of qa - za and qb - zb). int8 x int8: 131071 (2^31 - 1 over 128 * 128).

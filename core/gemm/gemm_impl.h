@@ -24,6 +24,7 @@ struct GemmJob {
   const int8_t* bpack = nullptr;    // PackedB::data()
   const int32_t* alpha = nullptr;   // M
   const int32_t* ra = nullptr;      // M
+  const int32_t* rowc = nullptr;    // M, or null: a per-row term of the raw sum (the Avx2 kernel's c)
   const int32_t* u = nullptr;       // panels * kGemmPanel
   const int32_t* beta = nullptr;    // panels * kGemmPanel
   bool has_beta = false;
@@ -51,6 +52,7 @@ struct Tile {
   bool float_out;
   const int32_t* alpha;
   const int32_t* ra;
+  const int32_t* rowc;  // or null
   const float* sa;
   const int32_t* u;
   const int32_t* beta;
@@ -61,7 +63,12 @@ struct Tile {
 
 // Rows per packed A panel and bytes per packed A value, per level (gemm.cpp packs A for the kernel).
 inline constexpr int kMrVnni = 8, kEszVnni = 1;
+// Avx2: per (k group, row) 8 bytes, the sign masks (0xff where s < 0) of the 4 values s = a' - 128 (a for
+// int8 A, a - 128 for uint8 A; 0 past K), then their magnitudes |s| (128 read unsigned). The raw sum is
+// then sum s * b' = sum |s| (b' ^ mask) + rowc: gemm.cpp passes alpha - 128 for alpha, sum s for ra, and
+// rowc = sum over s < 0 of |s| (gemm_int8_avx2.cpp).
 inline constexpr int kMrAvx2 = 4, kEszAvx2 = 2;
+inline constexpr int kMrAvxVnni = 4, kEszAvxVnni = 1;  // AvxVnni: a' bytes, the generic layout
 inline constexpr int kMrGeneric = 4, kEszGeneric = 1;
 
 namespace {  // each translation unit instantiates its own copy, compiled with its own flags
@@ -103,6 +110,7 @@ void run_blocked(const GemmJob& j, int pb, int pe, int mb, int me) {
               t.ld = j.ld;
               t.alpha = j.alpha + r0;
               t.ra = j.ra + r0;
+              t.rowc = j.rowc ? j.rowc + r0 : nullptr;
               t.sa = j.sa ? j.sa + r0 : nullptr;
               t.u = j.u + c0;
               t.beta = j.beta + c0;
@@ -124,8 +132,13 @@ void run_blocked(const GemmJob& j, int pb, int pe, int mb, int me) {
 // tiles of N panels [pb, pe) x row panels [mb, me).
 void gemm_tiles_generic(const GemmJob& j, int pb, int pe, int mb, int me);
 void gemm_tiles_avx2(const GemmJob& j, int pb, int pe, int mb, int me);
+void gemm_tiles_avxvnni(const GemmJob& j, int pb, int pe, int mb, int me);
+bool avxvnni_compiled();  // false where the compiler lacks -mavxvnni (gemm_tiles_avxvnni is then a stub)
 void gemm_tiles_vnni(const GemmJob& j, int pb, int pe, int mb, int me);
 // Packs rows [row_begin, row_end) (whole panels) of A into the VNNI layout and fills ra.
 void pack_a_vnni(const QMatrixA& A, int KG, uint8_t* apack, int32_t* ra, int row_begin, int row_end);
+// The same for the Avx2 layout (ra = sum s, and rowc) and the AvxVnni layout, in AVX2 (gemm_int8_avx2.cpp).
+void pack_a_avx2(const QMatrixA& A, int KG, uint8_t* apack, int32_t* ra, int32_t* rowc, int row_begin, int row_end);
+void pack_a_avxvnni(const QMatrixA& A, int KG, uint8_t* apack, int32_t* ra, int row_begin, int row_end);
 
 }  // namespace qs::detail

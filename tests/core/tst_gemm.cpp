@@ -3,14 +3,18 @@
 // transposed operands, both thread splits and the K-blocked path; the fused dequant epilogue (bit-identical to
 // dequant_ref, within a named tolerance of float64); uint8 affine zero points against the direct sum
 // (qa - za)(qb - zb); the K bound and bad input refused; the fast activation quantizer code for code against
-// the int8 encoder; the Eigen fp32 baseline against float64. Level-dependent tests run once per level
-// (generic, avx2, vnni / avx512); a level this CPU lacks shows as skipped with the reason.
+// the int8 encoder; the Eigen fp32 baseline against float64. Level-dependent tests run once per kernel
+// (generic, avx2, avx-vnni, vnni; the avx2 kernel pinned with QS_GEMM_AVX2_KERNEL=avx2 where the CPU has
+// AVX-VNNI) and per SIMD level (generic, avx2, avx512); one this CPU lacks shows as skipped with the reason.
+// Operands: full-range, -128 in A, in B, in both, in neither, narrow, all -128 / 127 extremes (the
+// vpmaddubsw pair bounds), K up to the int32 bound, uint8 with zero points.
 // Run: ninja -C build tst_gemm && build/tests/core/tst_gemm --gtest_filter='*Exact/vnni'
 //      (a failing row is named in the trace, e.g. "7x13x50/random/t1/vnni"; its name seeds its input)
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -44,7 +48,9 @@ bool has(const std::vector<qs::SimdLevel>& levels, qs::SimdLevel l) {
 }
 
 // Fills: "random" (uniform bytes), "extreme" (only -128, -127, 0, 127 for int8; 0 and 255 for uint8),
-// "minmax" (every value the most negative: the largest positive products), "zeros".
+// "minmax" (every value the most negative: the largest positive products), "zeros", "nomin" (int8 in
+// [-127, 127]: no -128), "narrow" (int8 in [-8, 7]), "max" (every value 127), "sparse-min" (mostly small,
+// about 1 in 16 values -128).
 std::vector<uint8_t> fill(std::size_t n, const std::string& how, bool is_unsigned, Rng& rng) {
   std::vector<uint8_t> v(n);
   for (auto& x : v) {
@@ -55,6 +61,15 @@ std::vector<uint8_t> fill(std::size_t n, const std::string& how, bool is_unsigne
       x = (is_unsigned ? u8 : s8)[rng.next() & 3];
     } else if (how == "minmax") {
       x = is_unsigned ? 0xff : 0x80;
+    } else if (how == "nomin") {
+      x = uint8_t(int8_t(int(rng.next() % 255) - 127));
+    } else if (how == "narrow") {
+      x = uint8_t(int8_t(int(rng.next() % 16) - 8));
+    } else if (how == "max") {
+      x = 0x7f;
+    } else if (how == "sparse-min") {
+      const uint64_t r = rng.next();
+      x = (r & 15) == 0 ? 0x80 : uint8_t(int8_t(int((r >> 8) % 61) - 30));
     } else {
       x = 0;
     }
@@ -92,15 +107,46 @@ template <class T, class U>
   return ::testing::AssertionSuccess();
 }
 
-// One instance per GEMM level ("generic", "avx2", "vnni"); a level this CPU cannot run is skipped, saying so.
-class GemmAtLevel : public ::testing::TestWithParam<qs::SimdLevel> {
+// One instance per GEMM micro-kernel: "generic", "avx2" (the Avx2 level with QS_GEMM_AVX2_KERNEL=avx2, so
+// the vpmaddubsw kernel runs even where the CPU has AVX-VNNI), "avx-vnni" (the Avx2 level where the CPU has
+// AVX-VNNI) and "vnni" (Avx512). One this CPU cannot run is skipped, saying so; SetUp checks that the
+// level really runs the kernel named.
+struct KernelCase {
+  qs::SimdLevel level;
+  qs::GemmKernel kernel;
+  const char* name;
+};
+constexpr KernelCase kAllKernels[] = {{qs::SimdLevel::Generic, qs::GemmKernel::Generic, "generic"},
+                                      {qs::SimdLevel::Avx2, qs::GemmKernel::Avx2, "avx2"},
+                                      {qs::SimdLevel::Avx2, qs::GemmKernel::AvxVnni, "avxvnni"},
+                                      {qs::SimdLevel::Avx512, qs::GemmKernel::Avx512Vnni, "vnni"}};
+
+void PrintTo(const KernelCase& c, std::ostream* os) { *os << c.name; }
+
+class GemmAtLevel : public ::testing::TestWithParam<KernelCase> {
  protected:
   void SetUp() override {
-    if (!has(qs::available_gemm_levels(), GetParam()))
-      GTEST_SKIP() << "gemm level " << qs::gemm_level_name(GetParam()) << " is not available on this CPU";
+    const KernelCase& c = GetParam();
+    if (!has(qs::available_gemm_levels(), c.level))
+      GTEST_SKIP() << "gemm level " << qs::gemm_level_name(c.level) << " is not available on this CPU";
+    if (c.kernel == qs::GemmKernel::AvxVnni && !qs::gemm_has_avxvnni())
+      GTEST_SKIP() << "AVX-VNNI (256-bit vpdpbusd) is not available on this CPU or compiler";
+    if (c.kernel == qs::GemmKernel::Avx2) {
+      ::setenv("QS_GEMM_AVX2_KERNEL", "avx2", 1);
+      pinned_ = true;
+    }
+    ASSERT_EQ(int(qs::gemm_kernel_for(c.level)), int(c.kernel))
+        << "level " << qs::gemm_level_name(c.level) << " runs " << qs::gemm_kernel_name(qs::gemm_kernel_for(c.level))
+        << ", not " << qs::gemm_kernel_name(c.kernel);
   }
-  qs::SimdLevel level() const { return GetParam(); }
-  std::string suffix() const { return std::string("/") + qs::gemm_level_name(GetParam()); }
+  void TearDown() override {
+    if (pinned_) ::unsetenv("QS_GEMM_AVX2_KERNEL");
+  }
+  qs::SimdLevel level() const { return GetParam().level; }
+  std::string suffix() const { return std::string("/") + GetParam().name; }
+
+ private:
+  bool pinned_ = false;
 };
 
 // One instance per encoder SIMD level ("generic", "avx2", "avx512"), skipped the same way.
@@ -313,6 +359,109 @@ TEST_P(GemmAtLevel, Affine) {
   }
 }
 
+// The operand patterns that decide whether a byte-product kernel is exact: vpmaddubsw adds two u8 x s8
+// products in saturating int16, so the AVX2 kernel must stay exact with -128 in A, in B, in both or in
+// neither, on narrow data, and at the pair extremes: every a = -128 with every b = 127 makes each pair
+// exactly -32768 in the avx2 kernel (|a| = 128 times ~127 = -128, twice), a = b = -128 the largest
+// positive sums, 127 x -128 the most negative; K at the int32 bound for those. A and B draw separate
+// fills; shapes leave tails in M (4-row panels), N (16 / 48 columns) and K (4 and 32 bytes), run on
+// 1 and 2 threads, through K blocks (K > 4096), and through the fused dequant epilogue.
+namespace {
+struct OperandCase {
+  int M, K, N;
+  const char* fa;  // fill of A
+  const char* fb;  // fill of B
+  int threads;
+};
+
+void check_operands(const OperandCase& t, const std::string& base, qs::SimdLevel level) {
+  Rng rng = Rng::from_tag(base.c_str());  // the same data for every kernel
+  const int M = t.M, K = t.K, N = t.N;
+  const auto a = fill(std::size_t(M) * K, t.fa, false, rng);
+  const auto b = fill(std::size_t(K) * N, t.fb, false, rng);
+  const auto* A = reinterpret_cast<const int8_t*>(a.data());
+  const auto* B = reinterpret_cast<const int8_t*>(b.data());
+  const std::vector<int64_t> want = matmul64(A, B, M, K, N);
+  ASSERT_TRUE(std::all_of(want.begin(), want.end(), [](int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }))
+      << "the int32 bound does not hold";
+  const qs::PackedB packed = qs::pack_b_int8(B, K, N);
+  std::vector<int32_t> C(std::size_t(M) * N, 0x5a5a5a5a);
+  qs::gemm_int8(A, M, K, K, packed, C.data(), N, t.threads, level);
+  EXPECT_TRUE(same(C.data(), want.data(), M, N, N, "gemm_int8 vs int64"));
+  // The fused epilogue sees the same sums: bit-identical to dequant_ref on the exact int32 result.
+  if (int64_t(M) * N <= 200000) {
+    std::vector<int32_t> exact(want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) exact[i] = int32_t(want[i]);
+    std::vector<float> sa(static_cast<std::size_t>(M)), sb(static_cast<std::size_t>(N)), bias(static_cast<std::size_t>(N));
+    for (auto& x : sa) x = float(std::ldexp(0.5 + rng.unit(), -int(rng.next() % 20)));
+    for (auto& x : sb) x = float(std::ldexp(0.5 + rng.unit(), -int(rng.next() % 20)));
+    for (auto& x : bias) x = float(rng.unit() * 2 - 1);
+    const qs::Dequant dq{.scale_a = sa, .scale_b = sb, .bias = bias};
+    std::vector<float> ref(want.size()), Y(want.size(), std::numeric_limits<float>::quiet_NaN());
+    qs::dequant_ref(exact.data(), M, N, N, dq, ref.data());
+    qs::gemm_q8_dequant(qs::QMatrixA{.data = A, .M = M, .K = K}, packed, dq, Y.data(), N, t.threads, level);
+    EXPECT_TRUE(same_bits(Y.data(), ref.data(), Y.size(), "gemm_q8_dequant vs dequant_ref"));
+  }
+}
+}  // namespace
+
+TEST_P(GemmAtLevel, Operands) {
+  const char* fills[] = {"random", "nomin", "sparse-min", "narrow"};
+  std::vector<OperandCase> cases;
+  // Every pairing of the four fills on tails in M, K and N.
+  const int shapes[][3] = {{1, 1, 1}, {5, 7, 3}, {13, 33, 17}, {6, 129, 50}, {37, 260, 97}, {4, 1029, 16}, {9, 64, 200}};
+  int n = 0;
+  for (const char* fa : fills)
+    for (const char* fb : fills)
+      for (const auto& sh : shapes) cases.push_back({sh[0], sh[1], sh[2], fa, fb, 1 + (n++ % 2)});
+  // Extremes, at depths up to the int32 bound (131071 = (2^31 - 1) / 128^2).
+  for (const char* fa : {"minmax", "max"})
+    for (const char* fb : {"minmax", "max"}) {
+      cases.push_back({7, 67, 29, fa, fb, 1});
+      cases.push_back({3, 4099, 19, fa, fb, 2});
+      cases.push_back({2, int(kMaxKInt8), 17, fa, fb, 1});
+    }
+  cases.push_back({5, 9000, 33, "sparse-min", "random", 2});   // three K blocks
+  cases.push_back({70, 700, 130, "random", "sparse-min", 2});  // many panels, both thread splits
+  cases.push_back({3, int(kMaxKInt8), 5, "extreme", "extreme", 1});
+  for (const OperandCase& t : cases) {
+    const std::string base = std::to_string(t.M) + "x" + std::to_string(t.K) + "x" + std::to_string(t.N) + "/A=" + t.fa +
+                             "/B=" + t.fb + "/t" + std::to_string(t.threads);
+    SCOPED_TRACE(base + suffix());
+    check_operands(t, base, level());
+  }
+}
+
+// uint8 A with zero points (activations after ReLU hold many 0s: a - 128 = -128 inside the kernels) times
+// int8 B with and without -128, and uint8 B: tails, K blocks, the direct sum (qa - za)(qb - zb) in int64.
+TEST_P(GemmAtLevel, AffineOperands) {
+  using qs::QType;
+  const char* fills[] = {"random", "extreme", "minmax"};
+  for (const char* how : fills)
+    for (int K : {1, 31, 333, 5000})
+      for (const char* za : {"none", "tensor", "row"})
+        for (QType tb : {QType::S8, QType::U8}) {
+          const AffineCase c{QType::U8, tb, za, tb == QType::U8 ? "col" : "none", how, K};
+          const std::string base = std::string("u8.") + qs::to_string(tb) + "/za=" + za + "/" + how + "/K" + std::to_string(K);
+          SCOPED_TRACE(base + suffix());
+          check_affine(c, base, level());
+        }
+}
+
+// The kernel choice: the Avx2 level runs AVX-VNNI exactly where the CPU has it, unless pinned.
+TEST(Gemm, KernelChoice) {
+  EXPECT_EQ(qs::gemm_kernel_for(qs::SimdLevel::Generic), qs::GemmKernel::Generic);
+  EXPECT_STREQ(qs::gemm_kernel_name(qs::GemmKernel::Avx2), "avx2");
+  EXPECT_STREQ(qs::gemm_kernel_name(qs::GemmKernel::AvxVnni), "avx-vnni");
+  if (!has(qs::available_gemm_levels(), qs::SimdLevel::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+  ::unsetenv("QS_GEMM_AVX2_KERNEL");
+  EXPECT_EQ(qs::gemm_kernel_for(qs::SimdLevel::Avx2), qs::gemm_has_avxvnni() ? qs::GemmKernel::AvxVnni : qs::GemmKernel::Avx2);
+  ::setenv("QS_GEMM_AVX2_KERNEL", "avx2", 1);
+  EXPECT_EQ(qs::gemm_kernel_for(qs::SimdLevel::Avx2), qs::GemmKernel::Avx2);
+  ::unsetenv("QS_GEMM_AVX2_KERNEL");
+  std::cout << "avx2 level runs " << qs::gemm_kernel_name(qs::gemm_kernel_for(qs::SimdLevel::Avx2)) << " on this CPU\n";
+}
+
 // gemm_max_k from the operand ranges; one past it is refused with a message that names the bound.
 TEST(Gemm, KBound) {
   using qs::QType;
@@ -509,7 +658,7 @@ TEST_P(SimdAtLevel, EigenBaseline) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllLevels, GemmAtLevel, ::testing::ValuesIn(kAllLevels),
-                         [](const ::testing::TestParamInfo<qs::SimdLevel>& i) { return std::string(qs::gemm_level_name(i.param)); });
+INSTANTIATE_TEST_SUITE_P(AllKernels, GemmAtLevel, ::testing::ValuesIn(kAllKernels),
+                         [](const ::testing::TestParamInfo<KernelCase>& i) { return std::string(i.param.name); });
 INSTANTIATE_TEST_SUITE_P(AllLevels, SimdAtLevel, ::testing::ValuesIn(kAllLevels),
                          [](const ::testing::TestParamInfo<qs::SimdLevel>& i) { return std::string(qs::to_string(i.param)); });
