@@ -7,8 +7,8 @@
 // (and zero points) where each axis of the tensor maps its index i to scale coordinate i / block (or, for
 // activation-ordered groups, through weight_g_idx). Element e of the tensor is then
 //   w[e] = (value[code[e]] - zp[k]) * eff[k],   k = the scale of e,
-// where eff is the stored multiplier the convention defines (the scale itself, 2^(e8m0 - 127), or NVFP4's
-// scale / global_scale in float32).
+// where eff is the stored multiplier the convention defines (the scale itself, 2^(e8m0 - 127), NVFP4's
+// scale / global_scale (compressed-tensors) or scale * weight_scale_2 (ModelOpt), in float32).
 #include "io/prequant.h"
 #include "io/prequant_impl.h"
 
