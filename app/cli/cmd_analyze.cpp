@@ -69,7 +69,7 @@ void add_analyze(CLI::App& app) {
     // Entries that are not tensors (an .npz member that is not an .npy file, ...): named, never silent.
     std::vector<std::string> not_tensors;
     for (const auto& f : files)
-      for (const std::string& s : f->skipped()) not_tensors.push_back(printable(f->path()) + ": " + printable(s));
+      for (const std::string& s : f->skipped()) not_tensors.push_back(printable(f->path()) + ": " + printable(s, false, 300));
 
     std::ostringstream csv, hist;
     csv << "file,tensor,dtype,shape,numel,scheme,amax,mse,sqnr_db,max_abs_err,mean_abs_err,overflow_count,"

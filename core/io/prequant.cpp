@@ -7,8 +7,8 @@
 // (and zero points) where each axis of the tensor maps its index i to scale coordinate i / block (or, for
 // activation-ordered groups, through weight_g_idx). Element e of the tensor is then
 //   w[e] = (value[code[e]] - zp[k]) * eff[k],   k = the scale of e,
-// where eff is the stored multiplier the convention defines (the scale itself, 2^(e8m0 - 127), or NVFP4's
-// scale / global_scale in float32).
+// where eff is the stored multiplier the convention defines (the scale itself, 2^(e8m0 - 127), NVFP4's
+// scale / global_scale (compressed-tensors) or scale * weight_scale_2 (ModelOpt), in float32).
 #include "io/prequant.h"
 #include "io/prequant_impl.h"
 
@@ -241,7 +241,7 @@ Loaded prequant_detail::load(const TensorFile& raw, const Group& g) {
       const TensorBytes s = raw.read(g.scale);
       L.eff.resize(g.nscales);
       for (std::size_t k = 0; k < g.nscales; ++k)
-        L.eff[k] = s.data[k] == 0xFF ? std::numeric_limits<float>::quiet_NaN() : std::ldexp(1.0f, int(s.data[k]) - 127);
+        L.eff[k] = s.data[k] == 0xFF && g.e8m0_255_nan ? std::numeric_limits<float>::quiet_NaN() : std::ldexp(1.0f, int(s.data[k]) - 127);
       L.cmp = L.eff;
       break;
     }
@@ -250,8 +250,14 @@ Loaded prequant_detail::load(const TensorFile& raw, const Group& g) {
       const std::vector<float> gs = read_floats(raw, g.global);
       L.global = gs.at(0);
       L.eff.resize(g.nscales);
-      // compressed-tensors' _dequantize: scale.to(global_scale.dtype) / global_scale, in float32.
-      for (std::size_t k = 0; k < g.nscales; ++k) L.eff[k] = L.cmp[k] / L.global;
+      if (g.global_divides) {
+        // compressed-tensors' _dequantize: scale.to(global_scale.dtype) / global_scale, in float32.
+        for (std::size_t k = 0; k < g.nscales; ++k) L.eff[k] = L.cmp[k] / L.global;
+      } else {
+        // ModelOpt's NVFP4QTensor.dequantize: per_block_scale = scale.to(float32) * double_scale (weight_scale_2),
+        // a float32 product; each e2m1 value is then multiplied by it.
+        for (std::size_t k = 0; k < g.nscales; ++k) L.eff[k] = L.cmp[k] * L.global;
+      }
       break;
     }
     default:
@@ -441,7 +447,11 @@ struct Recogniser {
     const std::size_t s = find(stem + "_scale");
     if (s == kNone) return;
     const TensorInfo& st = T(s);
-    if (p.dtype == DType::U8) return nvfp4(j, stem, s);
+    if (p.dtype == DType::U8) {
+      if (find(stem + "_global_scale") != kNone) return nvfp4(j, stem, s);
+      if (st.dtype == DType::U8 || st.dtype == DType::F8E8M0) return ct_mxfp4(j, stem, s);
+      return;  // another scale type without a global scale: no convention this reader knows
+    }
     if (p.dtype != DType::I32) return;
     std::string conv = "compressed-tensors pack-quantized";
     if (!is_float_scale(st.dtype)) return refuse(p.name, conv, st.name + " is " + to_string(st.dtype) + ", not a float scale");
@@ -581,6 +591,120 @@ struct Recogniser {
     add(std::move(g), members, spelling, "weight_scale e4m3fn / weight_global_scale " + std::string(scale_name(T(gl).dtype)));
   }
 
+  // compressed-tensors mxfp4-pack-quantized (MXFP4PackedCompressor, compressors/mxfp4/base.py, a subclass of
+  // the NVFP4 packed compressor; dequantize_mxfp4_weight in compressors/mxfp4/linear.py): P.weight_packed U8
+  // [rows, cols / 2] (pack_fp4_to_uint8: element 2i in the low nibble), P.weight_scale U8 (or F8_E8M0)
+  // [rows, cols / 32] of biased exponents, no global scale. w = e2m1 * decompress_mx_scale(scale) =
+  // e2m1 * 2^(scale - 127), computed in bfloat16 there: exact, and 255 gives 2^128 = inf (not OCP's NaN).
+  void ct_mxfp4(std::size_t j, const std::string& stem, std::size_t s) {
+    const TensorInfo& p = T(j);
+    const TensorInfo& st = T(s);
+    const std::string conv = "MXFP4 (compressed-tensors)";
+    if (p.shape.size() != 2) return refuse(p.name, conv, "its shape " + shape_text(p.shape) + " is not [rows, columns / 2]");
+    if (names.count(stem)) return refuse(p.name, conv, "its dequantized name '" + stem + "' is already a tensor of the file");
+    const int64_t R = p.shape[0], C = p.shape[1] * 2;
+    if (st.shape.size() != 2 || st.shape[0] != R)
+      return refuse(p.name, conv, st.name + " has shape " + shape_text(st.shape) + ", not [" + std::to_string(R) + ", columns / 32]");
+    if (C % 32 != 0 || st.shape[1] != C / 32)
+      return refuse(p.name, conv, "its " + std::to_string(p.shape[1]) + " bytes per row hold " + std::to_string(C) + " e2m1 values, but " +
+                                      st.name + " holds " + std::to_string(st.shape[1]) + " scales per row (one per 32 values)");
+    auto g = std::make_unique<Group>();
+    g->conv = Conv::Mx;
+    g->e8m0_255_nan = false;
+    g->name = stem;
+    g->shape = {R, C};
+    g->codes = j;
+    g->code_dtype = DType::F4E2M1;
+    g->values = stream_code_values(DType::F4E2M1);
+    g->scale = s;
+    g->blk = {1, 32};
+    g->info.convention = conv;
+    g->info.element_format = "e2m1fn";
+    std::string why;
+    if (!set_grid(*g, st.numel(), why)) return refuse(p.name, conv, why);
+    const std::vector<std::size_t> members = {j, s};
+    if (!available(members)) return;
+    finish_shape(*g);
+    g->scheme = "e2m1fn/block:32:e8m0fnu";
+    add(std::move(g), members, "e2m1fn/block:32:e8m0fnu", "weight_scale e8m0fnu");
+  }
+
+  // TensorRT Model Optimizer's NVFP4 export. NVFP4QTensor (modelopt/torch/quantization/qtensor/nvfp4_tensor.py):
+  //   weight_scale_2 = amax / (6 * 448) in float32 (get_weights_scaling_factor_2);
+  //   weight_scale = (block amax / (6 * weight_scale_2)), 0 -> 1, clamped at 2^-9, to float8_e4m3fn
+  //     (get_weights_scaling_factor);
+  //   quantize(): packed = q[..., 1::2] << 4 | q[..., 0::2] (element 2i in the low nibble), U8 [..., cols / 2];
+  //   dequantize(): per_block_scale = weight_scale.to(float32) * weight_scale_2, a float32 product, then
+  //     e2m1_values[code] * per_block_scale, where its table e2m1_values maps code 8 to +0 (not -0).
+  // Names (quantizer_attr_names, modelopt/torch/quantization/utils.py): a module's "weight" has
+  // "<module>.weight_scale", "<module>.weight_scale_2", "<module>.input_scale"; another weight attribute X has
+  // "X_weight_scale", "X_weight_scale_2", "X_input_scale". The dequantized tensor keeps the weight's name;
+  // input_scale (an activation scale, unused here) is taken as a member when it is one float.
+  void modelopt_nvfp4(std::size_t j) {
+    const TensorInfo& w = T(j);
+    if (w.dtype != DType::U8) return;
+    std::string sname = w.name + "_scale";
+    std::size_t s = find(sname);
+    if (s == kNone) s = find(sname = w.name + "_weight_scale");
+    if (s == kNone) return;
+    const TensorInfo& st = T(s);
+    const std::string conv = "NVFP4 (ModelOpt)";
+    const std::size_t s2 = find(sname + "_2");
+    if (s2 == kNone) {
+      if (st.dtype == DType::F8E4M3) return refuse(w.name, conv, sname + "_2 (the tensor scale) is missing");
+      return;  // a U8 weight with another scale: not this convention
+    }
+    const TensorInfo& t2 = T(s2);
+    if (st.dtype != DType::F8E4M3) return refuse(w.name, conv, st.name + " is " + to_string(st.dtype) + ", not float8_e4m3fn");
+    if (!is_float_scale(t2.dtype)) return refuse(w.name, conv, t2.name + " is " + to_string(t2.dtype) + ", not a float scale");
+    if (t2.numel() != 1) return refuse(w.name, conv, t2.name + " has shape " + shape_text(t2.shape) + ", not a scalar (one tensor scale)");
+    const std::size_t r = w.shape.size();
+    if (r < 2) return refuse(w.name, conv, "its shape " + shape_text(w.shape) + " is not [rows, columns / 2]");
+    const int64_t Cp = w.shape[r - 1], C = Cp * 2;
+    bool lead = st.shape.size() == r;
+    for (std::size_t a = 0; lead && a + 1 < r; ++a) lead = st.shape[a] == w.shape[a];
+    if (!lead) {
+      std::vector<int64_t> want(w.shape.begin(), w.shape.end() - 1);
+      std::string wt = shape_text(want);
+      wt.pop_back();
+      return refuse(w.name, conv, st.name + " has shape " + shape_text(st.shape) + ", not " + wt + ", blocks] for a weight of shape " + shape_text(w.shape));
+    }
+    const int64_t S = st.shape[r - 1];
+    if (S < 1 || C % S != 0 || C / S < 1)
+      return refuse(w.name, conv, "its " + std::to_string(Cp) + " bytes per row hold " + std::to_string(C) + " e2m1 values, which " + st.name + "'s " +
+                                      std::to_string(S) + " scales per row do not divide into equal blocks (NVFP4: one per 16 values)");
+    auto g = std::make_unique<Group>();
+    g->conv = Conv::Nvfp4;
+    g->global_divides = false;
+    g->name = w.name;
+    g->shape = w.shape;
+    g->shape.back() = C;
+    g->codes = j;
+    g->code_dtype = DType::F4E2M1;
+    g->values = stream_code_values(DType::F4E2M1);
+    g->values[8] = 0.0f;  // ModelOpt's e2m1_values: code 8 is +0
+    g->scale = s;
+    g->global = s2;
+    g->blk.assign(r, 1);
+    g->blk.back() = static_cast<std::size_t>(C / S);
+    g->info.convention = conv;
+    g->info.element_format = "e2m1fn";
+    std::string why;
+    if (!set_grid(*g, st.numel(), why)) return refuse(w.name, conv, why);
+    std::vector<std::size_t> members = {j, s, s2};
+    const std::string base = w.name == "weight" ? std::string() : ends_with(w.name, ".weight") ? w.name.substr(0, w.name.size() - 6) : w.name + "_";
+    const std::size_t in = find(base + "input_scale");
+    const bool with_input = in != kNone && in != j && is_float_scale(T(in).dtype) && T(in).numel() == 1 && role[in] == 0;
+    if (with_input) members.push_back(in);
+    if (!available(members)) return;
+    finish_shape(*g);
+    const std::string spelling = "e2m1fn/block:" + std::to_string(g->blk.back()) + ":e4m3fn";
+    g->scheme = known_scheme(spelling, g->info.element_format, g->info.scheme_note);
+    g->compare_sb = true;
+    add(std::move(g), members, spelling,
+        "weight_scale e4m3fn * weight_scale_2 " + std::string(scale_name(t2.dtype)) + (with_input ? ", input_scale" : ""));
+  }
+
   void onnx(const DequantizeLinearInfo& d) {
     const std::size_t x = find(d.x), s = find(d.scale);
     if (x == kNone || s == kNone) return;  // inputs computed by the graph: nothing stored to show
@@ -677,6 +801,7 @@ std::unique_ptr<TensorFile> recognise_prequantized(std::unique_ptr<TensorFile> r
     if (rec.role[j] != 0) continue;
     const std::string& name = raw->tensors()[j].name;
     guarded(name, [&] { rec.compressed_tensors(j); });
+    if (rec.role[j] == 0) guarded(name, [&] { rec.modelopt_nvfp4(j); });
     if (rec.role[j] == 0) guarded(name, [&] { rec.mx(j); });
     if (rec.role[j] == 0) guarded(name, [&] { rec.scaled_weight(j); });
   }

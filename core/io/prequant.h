@@ -30,12 +30,20 @@
 //  * compressed-tensors NVFP4: `P.weight_packed` U8 [rows, cols/2] (two e2m1 per byte, low nibble first),
 //    `P.weight_scale` F8_E4M3 per 16 columns, `P.weight_global_scale` F32 that DIVIDES:
 //    w = e2m1 * (scale / global_scale), the quotient in float32 first (compressed-tensors' _dequantize).
+//  * compressed-tensors MXFP4 (mxfp4-pack-quantized): `P.weight_packed` U8 [rows, cols/2] (low nibble first),
+//    `P.weight_scale` U8 or F8_E8M0 [rows, cols/32], no global scale: w = e2m1 * 2^(scale - 127)
+//    (decompress_mx_scale: 255 gives inf, not NaN) ("P.weight").
+//  * TensorRT Model Optimizer NVFP4: `W` U8 [..., rows, cols/2] (low nibble first), `W_scale` F8_E4M3
+//    [..., rows, cols/16], `W_scale_2` a float32 scalar that MULTIPLIES, optional `input_scale`:
+//    w = e2m1 * fl(float(scale) * scale_2) (NVFP4QTensor.dequantize; its e2m1 table reads code 8 as +0).
+//    A weight attribute X other than "weight" has `X_weight_scale` / `X_weight_scale_2`. Named "W".
 //  * ONNX QDQ: a DequantizeLinear node whose x, x_scale (and x_zero_point) are initializers:
 //    y = (x - zp) * scale per tensor, per axis or blocked (opset 21 block_size), named by the node's output.
 // Values are the convention's float32 products. Where the reference decompressors then round to a 16-bit
 // type (compressed-tensors and ONNX with an fp16/bf16 scale: the scale's type; compressed-tensors' NVFP4:
 // bf16), QuantScope keeps the float32 value (exact there: an 8-bit code times a 16-bit scale), so every
-// value lies on the stored grid. The re-quantization check lives in io/prequant_check.cpp (it needs quant/;
+// value lies on the stored grid. ModelOpt's dequantize() ends with .to(the original model's dtype), which the
+// checkpoint does not record: QuantScope keeps its float32 product. The re-quantization check lives in io/prequant_check.cpp (it needs quant/;
 // the readers alone, as the fuzz build compiles them, link without it).
 // A group whose shapes do not fit its convention (a scale tensor that does not match the weight's blocks,
 // a packed tensor whose size does not match its shape) stays as the raw tensors it is, with one skipped()
@@ -53,7 +61,7 @@ namespace qs {
 
 // What a recognised tensor stores.
 struct PrequantInfo {
-  std::string convention;          // "FP8 block scales", "MXFP4", "compressed-tensors int4", "NVFP4", "ONNX QDQ", ...
+  std::string convention;          // "FP8 block scales", "MXFP4", "compressed-tensors int4", "NVFP4 (ModelOpt)", "ONNX QDQ", ...
   std::string scheme;              // the stored scheme in QuantScope's spelling ("e4m3fn/block:128x128"),
                                    // empty when QuantScope has no matching scheme (see scheme_note)
   std::string scheme_note;         // why there is none, or what the spelling leaves out (zero points, ...)

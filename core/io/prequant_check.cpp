@@ -111,8 +111,12 @@ RequantCheck PrequantizedFile::requantize_check(std::size_t index) const {
   }
   if (s.rule == ScaleRule::TwoLevel) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "tensor scale: stored 1 / global scale = %.9g, QuantScope's amax / %g = %.9g",
-                  double(1.0f / L.global), double(p.two_level_max), double(ts));
+    if (g.global_divides)
+      std::snprintf(buf, sizeof buf, "tensor scale: stored 1 / global scale = %.9g, QuantScope's amax / %g = %.9g",
+                    double(1.0f / L.global), double(p.two_level_max), double(ts));
+    else
+      std::snprintf(buf, sizeof buf, "tensor scale: stored weight_scale_2 = %.9g, QuantScope's amax / %g = %.9g",
+                    double(L.global), double(p.two_level_max), double(ts));
     out.note = buf;
   }
   // Codes: each run of one group along a row, encoded with QuantScope's scale for that group.

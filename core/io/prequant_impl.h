@@ -37,6 +37,11 @@ struct PrequantizedFile::Group {
   std::vector<float> values;    // the value of each code
   // Scales.
   std::size_t scale = prequant_detail::kNone, zero_point = prequant_detail::kNone, global = prequant_detail::kNone;
+  // NVFP4's tensor scale: compressed-tensors' weight_global_scale divides (eff = scale / global), ModelOpt's
+  // weight_scale_2 multiplies (eff = scale * scale_2).
+  bool global_divides = true;
+  // MX: E8M0 255 is NaN (OCP, gpt-oss); compressed-tensors' decompress_mx_scale computes 2^(255 - 127) = inf.
+  bool e8m0_255_nan = true;
   bool zp_packed = false;       // compressed-tensors: zero points packed along rows in int32 words
   std::vector<std::size_t> blk;     // per axis: elements per scale (0 on the last axis: gidx)
   std::vector<uint32_t> gidx;       // the group of each column (activation order)

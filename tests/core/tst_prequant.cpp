@@ -546,6 +546,179 @@ TEST(Prequant, Nvfp4GlobalScaleDivides) {
   EXPECT_TRUE(contains(c.note, "tensor scale")) << c.note;
 }
 
+// ---- NVFP4 (TensorRT Model Optimizer) -------------------------------------------------------------------------
+
+// ModelOpt's e2m1_values table (nvfp4_tensor.py): the e2m1 values, but code 8 (-0) reads +0.
+float modelopt_e2m1(unsigned n) { return n == 8 ? 0.0f : e2m1(n); }
+
+struct MoFixture {
+  std::vector<uint8_t> packed, sb;
+  std::vector<float> want;
+  std::size_t moved = 0;  // non-zero codes of the perturbed block
+};
+
+// rows x C e2m1 codes (element 2i the low nibble of byte i), one e4m3fn scale per 16 of a row. Block 0's scale
+// is e4m3fn's max 448 and every block but `perturbed` holds a +-6 code, so that amax / (6 * 448) and
+// amax / (6 * scale_2) give scale_2 and each block's scale back; the perturbed block tops out at 3 (its scale
+// then re-derives as half). Element 1 is code 8 (-0 in e2m1, +0 in ModelOpt's table).
+MoFixture make_modelopt(Rng& rng, int64_t rows, int64_t C, float scale2, std::size_t perturbed) {
+  MoFixture f;
+  const int64_t ng = C / 16;
+  f.sb.resize(std::size_t(rows * ng));
+  for (std::size_t k = 0; k < f.sb.size(); ++k) f.sb[k] = k == 0 ? 0x7E : uint8_t(0x30 + rng.next() % 0x4E);
+  f.packed.assign(std::size_t(rows * C / 2), 0);
+  f.want.resize(std::size_t(rows * C));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < C; ++c) {
+      const std::size_t k = std::size_t(r * ng + c / 16), e = std::size_t(r * C + c);
+      const unsigned top = k == perturbed ? 5 : 7;
+      unsigned n = c % 16 == 0 ? top : unsigned(rng.next() % (top + 1));
+      n |= unsigned(rng.next() & 8);
+      if (e == 1) n = 8;
+      f.packed[e / 2] = uint8_t(e % 2 == 0 ? (f.packed[e / 2] & 0xF0) | n : (f.packed[e / 2] & 0x0F) | (n << 4));
+      const volatile float per_block = e4m3(f.sb[k]) * scale2;  // scale.to(float32) * weight_scale_2
+      f.want[e] = modelopt_e2m1(n) * per_block;
+      if (k == perturbed && e2m1(n) != 0) ++f.moved;
+    }
+  return f;
+}
+
+TEST(Prequant, Nvfp4ModelOptScale2Multiplies) {
+  if (!have_safetensors()) GTEST_SKIP() << "this build has no safetensors reader";
+  qs_test::TempDir dir;
+  Rng rng = Rng::from_tag("Nvfp4ModelOpt");
+  const int64_t R = 4, C = 64, ng = 4;
+  const float scale2 = 1.7e-4f;  // not a power of two: the float32 product scale * scale_2 rounds
+  const MoFixture f = make_modelopt(rng, R, C, scale2, 99);
+  const std::string W = "model.layers.0.mlp.down_proj.weight";
+  const Opened o = open_st(dir, "modelopt.safetensors",
+                           {{W, "U8", {R, C / 2}, le(f.packed)},
+                            {W + "_scale", "F8_E4M3", {R, ng}, le(f.sb)},
+                            {W + "_scale_2", "F32", {}, le(std::vector<float>{scale2})},
+                            {"model.layers.0.mlp.down_proj.input_scale", "F32", {}, le(std::vector<float>{0.25f})},
+                            {"model.norm.weight", "F32", {2}, le(std::vector<float>{1, 2})}});
+  ASSERT_NE(o.pq, nullptr);
+  EXPECT_TRUE(o.file->skipped().empty());
+  EXPECT_EQ(o.names(), (std::vector<std::string>{W, "model.norm.weight"}));
+  const qs::TensorInfo& t = o.file->tensors()[0];
+  EXPECT_EQ(t.shape, (std::vector<int64_t>{R, C}));
+  EXPECT_EQ(t.stored, "NVFP4 (ModelOpt): e2m1fn/block:16:e4m3fn (weight_scale e4m3fn * weight_scale_2 fp32, input_scale)");
+  EXPECT_EQ(t.stored_bytes, uint64_t(R * C / 2 + R * ng + 4 + 4));
+  const qs::PrequantInfo* p = o.pq->prequant(0);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->convention, "NVFP4 (ModelOpt)");
+  EXPECT_EQ(p->scheme, "e2m1fn/block:16:e4m3fn");
+  EXPECT_EQ(p->block, (std::vector<int64_t>{1, 16}));
+  EXPECT_EQ(p->members, (std::vector<std::string>{W, W + "_scale", W + "_scale_2", "model.layers.0.mlp.down_proj.input_scale"}));
+  ASSERT_EQ(p->code_values.size(), 16u);
+  for (unsigned n = 0; n < 16; ++n) EXPECT_TRUE(same_bits(p->code_values[n], modelopt_e2m1(n))) << n;
+  const std::vector<float> w = o.read(W);
+  expect_bits(w, f.want);
+  EXPECT_FALSE(std::signbit(w[1]));  // code 8: +0, as ModelOpt's table has it
+  const std::vector<uint32_t> codes = o.pq->codes(0);
+  ASSERT_EQ(codes.size(), std::size_t(R * C));
+  EXPECT_EQ(codes[1], 8u);
+  EXPECT_EQ(codes[0], f.packed[0] & 15u);
+  EXPECT_EQ(codes[3], f.packed[1] >> 4u);
+  expect_bits(o.read("model.norm.weight"), {1, 2});
+}
+
+TEST(Prequant, Nvfp4ModelOptCheckAndExperts) {
+  if (!have_safetensors()) GTEST_SKIP() << "this build has no safetensors reader";
+  struct Case {
+    const char* name;
+    std::size_t perturbed;
+    bool experts;  // a 3-D weight attribute "gate_up_proj" with X_weight_scale / X_weight_scale_2
+  };
+  for (const Case& k : {Case{"consistent", 99, false}, Case{"block 6 tops out at 3", 6, false}, Case{"experts", 5, true}}) {
+    SCOPED_TRACE(k.name);
+    qs_test::TempDir dir;
+    Rng rng = Rng::from_tag(k.name);
+    const int64_t E = k.experts ? 2 : 1, R = 4, C = 64, ng = 4;
+    const float scale2 = std::ldexp(1.0f, -12);  // a power of two: amax / 2688 gives it back exactly
+    const MoFixture f = make_modelopt(rng, E * R, C, scale2, k.perturbed);
+    const std::string W = k.experts ? "model.layers.3.mlp.experts.gate_up_proj" : "m.weight";
+    const std::string S = k.experts ? W + "_weight_scale" : W + "_scale";
+    const std::vector<int64_t> wshape = k.experts ? std::vector<int64_t>{E, R, C / 2} : std::vector<int64_t>{R, C / 2};
+    const std::vector<int64_t> sshape = k.experts ? std::vector<int64_t>{E, R, ng} : std::vector<int64_t>{R, ng};
+    const Opened o = open_st(dir, "modelopt.safetensors",
+                             {{W, "U8", wshape, le(f.packed)}, {S, "F8_E4M3", sshape, le(f.sb)},
+                              {S + "_2", "F32", {1}, le(std::vector<float>{scale2})}});
+    ASSERT_NE(o.pq, nullptr);
+    ASSERT_EQ(o.names(), std::vector<std::string>{W});
+    EXPECT_EQ(o.file->tensors()[0].shape, k.experts ? (std::vector<int64_t>{E, R, C}) : (std::vector<int64_t>{R, C}));
+    expect_bits(o.read(W), f.want);
+    const qs::RequantCheck c = o.pq->requantize_check(0);
+    ASSERT_TRUE(c.supported) << c.why_not;
+    EXPECT_EQ(c.codes_total, uint64_t(E * R * C));
+    EXPECT_EQ(c.scales_total, uint64_t(E * R * ng));
+    const bool perturbed = k.perturbed < std::size_t(E * R * ng);
+    EXPECT_EQ(c.scales_differ, perturbed ? 1u : 0u);  // the perturbed block's e4m3 scale halves
+    EXPECT_EQ(c.codes_differ, f.moved);
+    if (perturbed) {
+      EXPECT_GT(f.moved, 0u);
+    }
+    // weight_scale_2 = 2^-12 and QuantScope's amax / 2688 = 6 * 448 * 2^-12 / 2688 = 2^-12.
+    EXPECT_TRUE(contains(c.note, "stored weight_scale_2 = 0.000244140625, QuantScope's amax / 2688 = 0.000244140625")) << c.note;
+  }
+}
+
+// ---- MXFP4 (compressed-tensors mxfp4-pack-quantized) -------------------------------------------------------------
+
+TEST(Prequant, CompressedTensorsMxfp4) {
+  if (!have_safetensors()) GTEST_SKIP() << "this build has no safetensors reader";
+  qs_test::TempDir dir;
+  Rng rng = Rng::from_tag("CtMxfp4");
+  const int64_t R = 3, C = 64, ng = 2;
+  // Every block holds a +-6 (e2m1 code 7), so floor(log2 amax) - 2 gives its exponent back, except block 3,
+  // which tops out at 3 (the rule then gives half the scale).
+  const std::size_t perturbed = 3;
+  std::vector<uint8_t> packed(std::size_t(R * C / 2), 0), sc(std::size_t(R * ng));
+  for (auto& v : sc) v = uint8_t(100 + rng.next() % 50);
+  std::vector<float> want(std::size_t(R * C));
+  std::size_t moved = 0;
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t c = 0; c < C; ++c) {
+      const std::size_t k = std::size_t(r * ng + c / 32), e = std::size_t(r * C + c);
+      const unsigned top = k == perturbed ? 5 : 7;
+      unsigned n = c % 32 == 5 ? top : unsigned(rng.next() % (top + 1));
+      n |= unsigned(rng.next() & 8);
+      packed[e / 2] = uint8_t(e % 2 == 0 ? (packed[e / 2] & 0xF0) | n : (packed[e / 2] & 0x0F) | (n << 4));
+      want[e] = float(std::ldexp(double(e2m1(n)), int(sc[k]) - 127));  // e2m1 * 2^(scale - 127)
+      if (k == perturbed && e2m1(n) != 0) ++moved;
+    }
+  const Opened o = open_st(dir, "ctmx.safetensors",
+                           {{"l.weight_packed", "U8", {R, C / 2}, le(packed)}, {"l.weight_scale", "U8", {R, ng}, le(sc)},
+                            {"l.bias", "F32", {2}, le(std::vector<float>{1, 2})}});
+  ASSERT_NE(o.pq, nullptr);
+  EXPECT_EQ(o.names(), (std::vector<std::string>{"l.weight", "l.bias"}));
+  const qs::TensorInfo& t = o.file->tensors()[0];
+  EXPECT_EQ(t.shape, (std::vector<int64_t>{R, C}));
+  EXPECT_EQ(t.stored, "MXFP4 (compressed-tensors): e2m1fn/block:32:e8m0fnu (weight_scale e8m0fnu)");
+  EXPECT_EQ(t.stored_bytes, uint64_t(R * C / 2 + R * ng));
+  ASSERT_NE(o.pq->prequant(0), nullptr);
+  EXPECT_EQ(o.pq->prequant(0)->scheme, "e2m1fn/block:32:e8m0fnu");
+  expect_bits(o.read("l.weight"), want);
+  const qs::RequantCheck c = o.pq->requantize_check(0);
+  ASSERT_TRUE(c.supported) << c.why_not;
+  EXPECT_EQ(c.codes_total, uint64_t(R * C));
+  EXPECT_EQ(c.scales_total, uint64_t(R * ng));
+  EXPECT_EQ(c.scales_differ, 1u);
+  EXPECT_EQ(c.codes_differ, moved);
+
+  // decompress_mx_scale is 2^(scale - 127) in bfloat16: 255 gives 2^128 = inf (not E8M0's NaN), 0 gives 2^-127.
+  const Opened s = open_st(dir, "ctmx_special.safetensors",
+                           {{"x.weight_packed", "U8", {2, 16}, std::string(32, '\x71')},  // low 0.5, high 6
+                            {"x.weight_scale", "F8_E8M0", {2, 1}, le(std::vector<uint8_t>{255, 0})}});
+  ASSERT_NE(s.pq, nullptr);
+  const std::vector<float> w = s.read("x.weight");
+  ASSERT_EQ(w.size(), 64u);
+  EXPECT_TRUE(std::isinf(w[0]) && w[0] > 0);
+  EXPECT_TRUE(std::isinf(w[1]) && w[1] > 0);
+  EXPECT_EQ(w[32], std::ldexp(1.0f, -128));
+  EXPECT_EQ(w[33], std::ldexp(6.0f, -127));
+}
+
 // ---- Bad input: the members stay raw, one skipped line, the rest readable --------------------------------------
 
 TEST(Prequant, MalformedGroupsStayRaw) {
@@ -585,6 +758,35 @@ TEST(Prequant, MalformedGroupsStayRaw) {
         {"m.weight_scale", "F8_E4M3", {4, 5}, std::string(20, '\x38')},
         {"m.weight_global_scale", "F32", {1}, le(std::vector<float>{1})}},
        "m.weight_scale has shape [4, 5], not [4, groups dividing 64 columns]"},
+      {"modelopt weight_scale of the wrong shape",
+       {{"w", "U8", {4, 32}, std::string(128, '\0')},
+        {"w_scale", "F8_E4M3", {3, 4}, std::string(12, '\x38')},
+        {"w_scale_2", "F32", {}, le(std::vector<float>{1})}},
+       "w: looks like NVFP4 (ModelOpt) but w_scale has shape [3, 4], not [4, blocks] for a weight of shape [4, 32]"},
+      {"modelopt weight_scale_2 not a scalar",
+       {{"w", "U8", {4, 32}, std::string(128, '\0')},
+        {"w_scale", "F8_E4M3", {4, 4}, std::string(16, '\x38')},
+        {"w_scale_2", "F32", {2}, le(std::vector<float>{1, 2})}},
+       "w: looks like NVFP4 (ModelOpt) but w_scale_2 has shape [2], not a scalar"},
+      {"modelopt packed size not matching the scales",
+       {{"w", "U8", {4, 30}, std::string(120, '\0')},
+        {"w_scale", "F8_E4M3", {4, 7}, std::string(28, '\x38')},
+        {"w_scale_2", "F32", {}, le(std::vector<float>{1})}},
+       "w: looks like NVFP4 (ModelOpt) but its 30 bytes per row hold 60 e2m1 values, which w_scale's 7 scales per row do not divide"},
+      {"modelopt weight_scale_2 missing",
+       {{"w", "U8", {4, 32}, std::string(128, '\0')}, {"w_scale", "F8_E4M3", {4, 4}, std::string(16, '\x38')}},
+       "w: looks like NVFP4 (ModelOpt) but w_scale_2 (the tensor scale) is missing"},
+      {"modelopt weight_scale not e4m3",
+       {{"w", "U8", {4, 32}, std::string(128, '\0')},
+        {"w_scale", "F32", {4, 4}, std::string(64, '\0')},
+        {"w_scale_2", "F32", {}, le(std::vector<float>{1})}},
+       "w_scale is float32, not float8_e4m3fn"},
+      {"ct mxfp4 packed size not matching the scales",
+       {{"l.weight_packed", "U8", {4, 32}, std::string(128, '\0')}, {"l.weight_scale", "U8", {4, 3}, std::string(12, '\x7f')}},
+       "l.weight_packed: looks like MXFP4 (compressed-tensors) but its 32 bytes per row hold 64 e2m1 values, but l.weight_scale holds 3 scales per row"},
+      {"ct mxfp4 scales of other rows",
+       {{"l.weight_packed", "U8", {4, 32}, std::string(128, '\0')}, {"l.weight_scale", "U8", {5, 2}, std::string(10, '\x7f')}},
+       "l.weight_scale has shape [5, 2], not [4, columns / 32]"},
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(k.name);

@@ -18,11 +18,12 @@ jobs=$(nproc 2>/dev/null || echo 2)
 run_one() {
   local t=$1 log=build-fuzz/fuzz-$1.log
   mkdir -p "build-fuzz/corpus-$t"
-  local seeds=()
+  local seeds=() dict=()
   [ -d "tests/fuzz/corpus/$t" ] && seeds=("tests/fuzz/corpus/$t")
+  [ -f "tests/fuzz/$t.dict" ] && dict=("-dict=tests/fuzz/$t.dict")
   set +e
   "build-fuzz/tests/fuzz/fuzz_$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=30 -print_final_stats=1 \
-    -artifact_prefix="build-fuzz/crash-$t-" "build-fuzz/corpus-$t" "${seeds[@]}" >"$log" 2>&1
+    "${dict[@]}" -artifact_prefix="build-fuzz/crash-$t-" "build-fuzz/corpus-$t" "${seeds[@]}" >"$log" 2>&1
   echo $? >"build-fuzz/fuzz-$t.rc"
 }
 running=0
