@@ -20,6 +20,7 @@ void add_analyze(CLI::App& app);     // analyze
 void add_train(CLI::App& app);       // train
 void add_observe(CLI::App& app);     // observe
 void add_info(CLI::App& app);        // info
+void add_conventions(CLI::App& app); // compare-conventions
 
 // Writes `text` to `path` atomically when a path is given, else prints it to stdout (throws
 // StdoutError when stdout cannot take it: main reports the reason and exits 1).

@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
   qs::cli::add_formats(app);
   qs::cli::add_observe(app);
   qs::cli::add_info(app);
+  qs::cli::add_conventions(app);
   qs::cli::add_quantize(app);
   qs::cli::add_bench(app);
   qs::cli::add_selftest(app);

@@ -30,6 +30,7 @@ $cli bench gemm --backend cuda --sizes 4096,8192 --shape 16x4096x4096 --shape 20
 python3 tests/gpu/torch_gemm_oracle.py 4096 8192 16x4096x4096 > "$out/torch_gemm.csv" 2>&1; cat "$out/torch_gemm.csv"
 $cli bench gemm --backend cpu --threads 1 --sizes 1024,2048 --shape 1x4096x4096 --shape 16x4096x4096 2>/dev/null | tee "$out/bench_gemm_cpu.csv"
 $cli bench analyze --size-mb 1024 --tensors 256 --threads 1 | tee "$out/bench_analyze.csv"
+python3 tests/oracle/check_conventions.py $cli "$(mktemp -d)" > "$out/oracle_conventions.log" 2>&1; grep -c "^ok" "$out/oracle_conventions.log"; grep "^FAIL" "$out/oracle_conventions.log" | head
 python3 tests/oracle/check_ml_dtypes.py $cli "$(mktemp -d)" > "$out/oracle_ml_dtypes.log" 2>&1; tail -1 "$out/oracle_ml_dtypes.log"
 models=$(ls .deps/models/*.onnx 2>/dev/null)
 python3 tests/oracle/check_analyze.py $cli $models > "$out/oracle_analyze.log" 2>&1; tail -6 "$out/oracle_analyze.log"
