@@ -24,16 +24,18 @@ const std::vector<Convention>& conventions() {
       v.push_back(c);
       return v.back();
     };
-    flt("ml_dtypes", "ties to even; beyond max to inf, else NaN (non-saturating)",
+    flt("ml_dtypes", "ties to even; beyond max to inf, else NaN (non-saturating); NaN into fp6/fp4: -0 for +NaN",
         "ml_dtypes 0.5 float8.h ConvertImpl<kSaturate=false, kTruncate=false> (numpy astype)", Rounding::Nearest,
-        Overflow::Ieee);
-    flt("torch", "as ml_dtypes, with torch's NaN codes (e5m2: 0x7f)",
+        Overflow::Ieee)
+        .nan = NanRule::MlDtypes;
+    flt("torch", "as ml_dtypes, with torch's NaN codes (e5m2: 0x7f; fnuz: 0x80)",
         "PyTorch 2.x c10/util/Float8_e5m2.h fp8e5m2_from_fp32_value, Float8_e4m3fn.h (tensor.to(dtype))",
         Rounding::Nearest, Overflow::Ieee)
         .nan = NanRule::AllOnes;
-    flt("satfinite", "ties to even; clamp to ±max (inf too), NaN stays NaN",
+    flt("satfinite", "ties to even; clamp to ±max (inf too), NaN stays NaN (e5m2: 0x7f)",
         "CUDA cuda_fp8.h __nv_cvt_float_to_fp8(x, __NV_SATFINITE, ...), TensorRT", Rounding::Nearest,
-        Overflow::Saturate);
+        Overflow::Saturate)
+        .nan = NanRule::AllOnes;
     {
       Convention& c = flt("qpytorch", "every code finite (e4m3 reaches 480); ties away; clamp to ±max; NaN to ±max",
                           "QPyTorch 0.3 quant_cpu.cpp float_quantize (round_bitwise, clip_exponent)",
@@ -109,7 +111,12 @@ ConventionCode encode_convention(const Format& f0, const Convention& c, float x)
   const Format f = convention_format(f0, c);
   const bool negative = std::signbit(x);
   ConventionCode out;
-  if (std::isnan(x) && c.nan != NanRule::Format) {
+  // AllOnes only respells a NaN the format has: fnuz formats keep their one NaN code (0x80, the negative
+  // zero), formats without NaN their own rule.
+  const bool all_ones = c.nan == NanRule::AllOnes && f.has_nan && f.specials != Specials::Fnuz;
+  if (std::isnan(x) && c.nan == NanRule::MlDtypes && !f.has_nan && f.has_negative_zero) {
+    out.code = negative ? 0u : f.sign_bit();  // the zero of the other sign (measured, ml_dtypes 0.5)
+  } else if (std::isnan(x) && (c.nan == NanRule::Max || all_ones)) {
     const uint32_t mag = c.nan == NanRule::Max ? f.max_code_mag : (f.is_signed ? f.sign_bit() : f.code_count()) - 1u;
     out.code = signed_code(f, mag, negative);
   } else if (std::isinf(x) && c.inf_kept) {
@@ -176,7 +183,10 @@ ConventionCode encode_int(const Convention& c, const IntParams& p, float x) {
     switch (c.int_rule) {
       case IntRule::TorchQint8:
       case IntRule::TorchAffineU8:
-        q = std::nearbyint(double(float(p.zero_point) + x * (1.0f / p.scale)));
+        // torch 2.11's CPU quantize_per_tensor rounds x * (1 / s) first and adds the zero point after (found
+        // by the oracle: zp + x * (1 / s) rounded once, with or without FMA, and x / s all differ on a few
+        // inputs per 100,000).
+        q = std::nearbyint(double(x * (1.0f / p.scale))) + p.zero_point;
         break;
       case IntRule::TightAffineU8:
         q = std::nearbyint(double((x - p.offset) / p.scale));

@@ -20,9 +20,12 @@
 namespace qs {
 
 // What a NaN input becomes: the format's NaN code (with the input's sign where the format signs NaN), torch's
-// e5m2 spelling (0x7f | sign: all mantissa bits set, where ml_dtypes writes 0x7e), or ±max (QPyTorch, whose
+// e5m2 spelling (0x7f | sign: all mantissa bits set, where ml_dtypes writes 0x7e; fnuz formats keep their one
+// NaN code 0x80), or ±max (QPyTorch, whose
 // exponent clip treats a NaN like a large number).
-enum class NanRule : uint8_t { Format, AllOnes, Max };
+// MlDtypes: as Format, except in formats without NaN (fp6, fp4), where ml_dtypes 0.5 writes the zero of the
+// opposite sign (+NaN -> -0, -NaN -> +0; measured on the GPU machine, tests/oracle/check_conventions.py).
+enum class NanRule : uint8_t { Format, AllOnes, Max, MlDtypes };
 
 // Integer conventions: the per-tensor scale rule and the code range.
 enum class IntRule : uint8_t {
@@ -32,7 +35,7 @@ enum class IntRule : uint8_t {
   Narrow127,      // TensorRT / LLM.int8 / QuantScope's int8 schemes: s = amax / 127, q = clamp(rint(x / s), -127, 127)
   TorchAffineU8,  // torch.ao MinMaxObserver per_tensor_affine quint8: lo = min(x, 0), hi = max(x, 0),
                   // s = max((hi - lo) / 255, 2^-23), z = clamp(-rint(lo / s), 0, 255),
-                  // q = clamp(nearbyint(z + x * (1 / s)), 0, 255)
+                  // q = clamp(nearbyint(x * (1 / s)) + z, 0, 255)
   TightAffineU8,  // min/max affine without 0 forced into the range: s = (max - min) / 255,
                   // q = clamp(rint((x - min) / s), 0, 255), value = min + q * s
 };

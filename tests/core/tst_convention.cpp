@@ -56,6 +56,16 @@ TEST(Convention, TorchNanCodes) {
   EXPECT_EQ(enc("e5m2", "torch", 1e6f).code, enc("e5m2", "ml_dtypes", 1e6f).code);  // both inf 0x7c
 }
 
+TEST(Convention, MlDtypesNanWithoutNanCode) {
+  // e2m1fn has no NaN: ml_dtypes writes the zero of the other sign (0x8 = -0 for +NaN), the engine's plain
+  // cast writes +0; satfinite and mx keep the engine's rule.
+  EXPECT_EQ(enc("e2m1fn", "ml_dtypes", NAN).code, 0x8u);
+  EXPECT_EQ(enc("e2m1fn", "ml_dtypes", -NAN).code, 0x0u);
+  EXPECT_EQ(enc("e2m1fn", "satfinite", NAN).code, 0x0u);
+  EXPECT_EQ(enc("e2m3fn", "ml_dtypes", NAN).code, 0x20u);
+  EXPECT_EQ(enc("e4m3fn", "ml_dtypes", NAN).code, 0x7fu);  // formats with NaN: their NaN
+}
+
 TEST(Convention, QPyTorchAllFinite) {
   const qs::Format f = qs::convention_format(qs::parse_format("e4m3fn"), qs::find_convention("qpytorch"));
   EXPECT_EQ(f.max_finite, 480.0);  // exponent field 15 is a number: 2^8 * 1.875
