@@ -58,13 +58,14 @@
 #include "schemelist.h"
 #include "setupdock.h"
 #include "sqnrheatmap.h"
+#include "conventionspanel.h"
 #include "trainingpanel.h"
 #include "valueinspector.h"
 
 namespace {
 const QStringList kTabNames = {QStringLiteral("Formats"), QStringLiteral("Error"),    QStringLiteral("Model"),
                                QStringLiteral("Training"), QStringLiteral("Latency"), QStringLiteral("Observers"),
-                               QStringLiteral("Block scales")};
+                               QStringLiteral("Block scales"), QStringLiteral("Conventions")};
 constexpr int kMaxRecent = 10;
 }  // namespace
 
@@ -88,6 +89,8 @@ MainWindow::MainWindow(QWidget* parent, bool persistent) : QMainWindow(parent), 
   m_observers->setObjectName(QStringLiteral("observersPanel"));
   m_blockScales = new BlockScalesPanel;
   m_blockScales->setObjectName(QStringLiteral("blockScalesPanel"));
+  m_conventions = new ConventionsPanel;
+  m_conventions->setObjectName(QStringLiteral("conventionsPanel"));
 
   m_tabs = new QTabWidget;
   m_tabs->setObjectName(QStringLiteral("viewTabs"));
@@ -99,6 +102,9 @@ MainWindow::MainWindow(QWidget* parent, bool persistent) : QMainWindow(parent), 
   m_tabs->addTab(m_latency, kTabNames[4]);
   m_tabs->addTab(m_observers, kTabNames[5]);
   m_tabs->addTab(m_blockScales, kTabNames[6]);
+  m_tabs->addTab(m_conventions, kTabNames[7]);
+  m_tabs->setTabToolTip(7, QStringLiteral("Where libraries' conventions (ml_dtypes, torch, satfinite, QPyTorch, "
+                                          "microxcaling, torch's int8 rules) disagree on a format"));
   m_tabs->setTabToolTip(0, QStringLiteral("What a format can represent: values, spacing, bits"));
   m_tabs->setTabToolTip(1, QStringLiteral("What each scheme does to the current tensor"));
   m_tabs->setTabToolTip(2, QStringLiteral("SQNR of every tensor of a model file under every scheme"));
@@ -487,6 +493,7 @@ void MainWindow::onTensorLoaded(const TensorData& d) {
   m_error->setTensor(d);
   m_observers->setTensor(d);
   m_blockScales->setTensor(d);
+  m_conventions->setTensor(d);
   emit tensorLoaded(d);
 }
 

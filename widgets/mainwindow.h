@@ -26,6 +26,7 @@ class FormatsPanel;
 class LatencyPanel;
 class ObserversPanel;
 class BlockScalesPanel;
+class ConventionsPanel;
 class SetupDock;
 class SqnrHeatmap;
 class TrainingPanel;
@@ -70,6 +71,7 @@ public:
   TrainingPanel* trainingPanel() const { return m_training; }
   ObserversPanel* observersPanel() const { return m_observers; }
   BlockScalesPanel* blockScalesPanel() const { return m_blockScales; }
+  ConventionsPanel* conventionsPanel() const { return m_conventions; }
   SetupDock* setupDock() const { return m_setup; }
   QTabWidget* tabs() const { return m_tabs; }
   const TensorData& currentTensor() const { return m_tensor; }
@@ -129,6 +131,7 @@ private:
   LatencyPanel* m_latency = nullptr;
   ObserversPanel* m_observers = nullptr;
   BlockScalesPanel* m_blockScales = nullptr;
+  ConventionsPanel* m_conventions = nullptr;
   SetupDock* m_setup = nullptr;
   QPlainTextEdit* m_log = nullptr;
   QWidget* m_demoBar = nullptr;
