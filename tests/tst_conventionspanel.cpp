@@ -38,6 +38,13 @@ void TestConventionsPanel::probesAreTheEngines() {
   QCOMPARE(p.table()->item(0, 0)->text(), QStringLiteral("−inf"));
   QVERIFY(p.table()->item(0, 1)->text().startsWith(QStringLiteral("0xff")));
   QVERIFY(p.table()->item(0, 2)->text().startsWith(QStringLiteral("0xfe = -448")));
+  // The plot's CSV: a header and one row per probe input, the disagreeing ones marked.
+  const QList<QByteArray> lines = p.csv().trimmed().split('\n');
+  QCOMPARE(lines.size(), int(want.inputs.size()) + 1);
+  QCOMPARE(lines[0], QByteArray("input,differ,ml_dtypes_code,ml_dtypes_value,satfinite_code,satfinite_value"));
+  int marked = 0;
+  for (const QByteArray& l : lines) marked += l.split(',').value(1) == "1";
+  QCOMPARE(marked, int(want.differing));
 }
 
 void TestConventionsPanel::integerFormatsTakeIntegerConventions() {

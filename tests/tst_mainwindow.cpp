@@ -95,7 +95,7 @@ void TestMainWindow::shell() {
   QCOMPARE(w.windowTitle(), QStringLiteral("QuantScope"));
   QStringList tabs;
   for (int i = 0; i < w.tabs()->count(); ++i) tabs << w.tabs()->tabText(i);
-  QCOMPARE(tabs, (QStringList{"Formats", "Error", "Model", "Training", "Latency", "Observers", "Block scales"}));
+  QCOMPARE(tabs, (QStringList{"Formats", "Error", "Model", "Training", "Latency", "Observers", "Block scales", "Conventions"}));
   QVERIFY(w.findChild<QDockWidget*>(QStringLiteral("setupDock")));
   QVERIFY(w.findChild<QDockWidget*>(QStringLiteral("logDock")));
   QVERIFY(w.findChild<QLabel*>(QStringLiteral("simdLabel")));
@@ -637,8 +637,8 @@ void TestMainWindow::conformanceDialog() {
   QVERIFY(dialog);
   QVERIFY(dialog->waitForFinished(300000));
   QVERIFY2(dialog->report().passed(), qPrintable(dialog->summaryText()));
-  QCOMPARE(dialog->table()->rowCount(), 6);
-  QVERIFY(dialog->summaryText().startsWith(QStringLiteral("All 6 families passed")));
+  QCOMPARE(dialog->table()->rowCount(), 7);
+  QVERIFY(dialog->summaryText().startsWith(QStringLiteral("All 7 families passed")));
   const QString path = m_dir.filePath(QStringLiteral("conformance.md"));
   QString why;
   QVERIFY2(dialog->exportTo(path, &why), qPrintable(why));

@@ -200,6 +200,7 @@ void BlockScalesPanel::buildUi() {
   m_cancelButton->setObjectName(QStringLiteral("blockCancel"));
   m_cancelButton->setEnabled(false);
   m_exportButton = new QPushButton(QStringLiteral("Export…"));
+  m_exportButton->setObjectName(QStringLiteral("blockScalesExport"));
   m_progress = new QProgressBar;
   m_progress->setMaximumWidth(160);
   m_progress->setVisible(false);

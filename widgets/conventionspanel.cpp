@@ -127,6 +127,8 @@ ConventionsPanel::ConventionsPanel(QWidget* parent) : QWidget(parent) {
                                : QString()));
   });
 
+  plotexport::installContextMenu(m_plot, QStringLiteral("conventions"), [this] { return csv(); },
+                                 QStringLiteral("Conventions"));
   fillConventionList();
   setComparison(QStringLiteral("e4m3fn"), {QStringLiteral("ml_dtypes"), QStringLiteral("satfinite"), QStringLiteral("qpytorch")});
 }
@@ -244,8 +246,8 @@ void ConventionsPanel::drawPlot() {
       if (!shown(c.inputs[i])) continue;
       const double v = c.codes[k][i].value;
       // Floats: output / input, so that rounding shows as a sawtooth around 1 and saturation as a falling
-      // curve beyond max; integers: the value itself.
-      const double y = ints ? v : v / double(c.inputs[i]);
+      // curve beyond max; integers: output - input, the sawtooth of each scale's step.
+      const double y = ints ? v - double(c.inputs[i]) : v / double(c.inputs[i]);
       xs << c.inputs[i];
       ys << (std::isfinite(y) ? y : qQNaN());
       xlo = std::min(xlo, double(c.inputs[i])), xhi = std::max(xhi, double(c.inputs[i]));
@@ -288,7 +290,7 @@ void ConventionsPanel::drawPlot() {
   m_plot->xAxis->setRange(ints ? xlo : xlo / 1.5, ints ? xhi : xhi * 1.5);
   m_plot->yAxis->setRange(ints ? ylo * 1.05 : 0.0, ints ? yhi * 1.05 : std::min(2.05, yhi * 1.05));
   m_plot->xAxis->setLabel(ints ? QStringLiteral("input x (a ramp over [−1, 1]; scales from it)") : QStringLiteral("input |x| (negative inputs mirror)"));
-  m_plot->yAxis->setLabel(ints ? QStringLiteral("what each convention gives") : QStringLiteral("output / input"));
+  m_plot->yAxis->setLabel(ints ? QStringLiteral("output − input") : QStringLiteral("output / input"));
   QStringList names;
   for (const qs::Convention* cv : c.conventions) names << QString::fromStdString(cv->name);
   plotstyle::setText(m_title, QStringLiteral("%1: %2").arg(QString::fromStdString(c.format.name), names.join(QStringLiteral(" vs "))));
@@ -347,6 +349,27 @@ void ConventionsPanel::startTensor() {
       return nullptr;
     }
   }));
+}
+
+QByteArray ConventionsPanel::csv() const {
+  if (!m_probe) return {};
+  const qs::ConventionComparison& c = *m_probe;
+  QByteArray out = "input,differ";
+  for (const qs::Convention* cv : c.conventions) out += ',' + QByteArray::fromStdString(cv->name) + "_code," +
+                                                        QByteArray::fromStdString(cv->name) + "_value";
+  out += '\n';
+  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+    out += plotexport::number(c.inputs[i]) + (c.differ[i] ? ",1" : ",0");
+    for (std::size_t k = 0; k < c.conventions.size(); ++k)
+      out += ',' + hex(c.codes[k][i].code, c.format.bits).toLatin1() + ',' + plotexport::number(c.codes[k][i].value);
+    out += '\n';
+  }
+  return out;
+}
+
+void ConventionsPanel::exportInteractive() {
+  plotexport::exportInteractive(this, m_plot, QStringLiteral("conventions"), [this] { return csv(); },
+                                QStringLiteral("Conventions"));
 }
 
 bool ConventionsPanel::waitForIdle(int ms) {

@@ -33,6 +33,9 @@ public:
   QString format() const;
   QStringList checkedConventions() const;
   void setTensor(const TensorData& tensor);
+  // The probe comparison as CSV (input, differ, each convention's code and value), as compare-conventions --csv.
+  QByteArray csv() const;
+  void exportInteractive();
 
   const qs::ConventionComparison* probeResult() const { return m_probe.get(); }
   const qs::ConventionComparison* tensorResult() const { return m_tensorResult.get(); }

@@ -532,6 +532,8 @@ ViewSettings MainWindow::currentSettings() const {
     s.modelLo = m_heatmap->colorRange().first;
     s.modelHi = m_heatmap->colorRange().second;
   }
+  s.convFormat = m_conventions->format();
+  s.convNames = m_conventions->checkedConventions();
   s.blockFamily = m_blockScales->family() == BlockScalesPanel::Family::Nvfp4 ? QStringLiteral("nvfp4") : QStringLiteral("mx");
   s.blockElement = m_blockScales->element();
   s.blockSize = m_blockScales->blockSize();
@@ -628,6 +630,10 @@ bool MainWindow::applySettings(const ViewSettings& s, QString* error) {
   if (s.observe.run) m_observers->start();
   m_blockScales->setFamily(s.blockFamily == u"nvfp4" ? BlockScalesPanel::Family::Nvfp4 : BlockScalesPanel::Family::Mx,
                            s.blockElement, s.blockSize);
+  {
+    QString why;
+    if (!m_conventions->setComparison(s.convFormat, s.convNames, &why)) log(QStringLiteral("Conventions: ") + why);
+  }
   m_tabs->setCurrentIndex(kTabNames.indexOf(s.tab));
   showDemo(s);
   return true;
@@ -713,6 +719,12 @@ void MainWindow::exportPlot() {
     m_heatmap->exportInteractive();
   } else if (current == m_training) {
     m_training->exportInteractive();
+  } else if (current == m_conventions) {
+    m_conventions->exportInteractive();
+  } else if (current == m_observers || current == m_blockScales) {
+    // Their Export… button offers the choice of plot (Ctrl+E used to export the Latency tab's plot here).
+    const QString name = current == m_observers ? QStringLiteral("observerExport") : QStringLiteral("blockScalesExport");
+    if (auto* b = current->findChild<QPushButton*>(name)) b->click();
   } else {
     m_latency->exportInteractive(LatencyPanel::Plot::Time);
   }

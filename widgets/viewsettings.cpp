@@ -56,6 +56,8 @@ QJsonObject ViewSettings::toJson() const {
   o.insert(QStringLiteral("block_scales"), QJsonObject{{QStringLiteral("family"), blockFamily},
                                                        {QStringLiteral("element"), blockElement},
                                                        {QStringLiteral("block"), blockSize}});
+  o.insert(QStringLiteral("conventions"), QJsonObject{{QStringLiteral("format"), convFormat},
+                                                      {QStringLiteral("names"), QJsonArray::fromStringList(convNames)}});
   {
     QJsonArray spikes;
     for (qint64 b : observe.spikes) spikes.append(double(b));
@@ -134,7 +136,7 @@ bool ViewSettings::fromJson(const QJsonObject& o, ViewSettings* out, QString* er
     return fail(why);
   static const QStringList tabs = {QStringLiteral("Formats"), QStringLiteral("Error"), QStringLiteral("Model"),
                                    QStringLiteral("Training"), QStringLiteral("Latency"), QStringLiteral("Observers"),
-                                   QStringLiteral("Block scales")};
+                                   QStringLiteral("Block scales"), QStringLiteral("Conventions")};
   if (!tabs.contains(s.tab)) return fail(QStringLiteral("'tab' must be one of %1").arg(tabs.join(QStringLiteral(", "))));
   if (o.contains(QStringLiteral("log_scale"))) {
     if (!o.value(QStringLiteral("log_scale")).isBool()) return fail(QStringLiteral("'log_scale' must be true or false"));
@@ -231,6 +233,22 @@ bool ViewSettings::fromJson(const QJsonObject& o, ViewSettings* out, QString* er
     if (!colours.contains(s.modelColours))
       return fail(QStringLiteral("model: 'colours' must be one of %1").arg(colours.join(QStringLiteral(", "))));
     if (s.modelColours == u"fixed" && !(s.modelHi > s.modelLo)) return fail(QStringLiteral("model: 'hi' must be above 'lo'"));
+  }
+  if (o.contains(QStringLiteral("conventions"))) {
+    if (!o.value(QStringLiteral("conventions")).isObject()) return fail(QStringLiteral("'conventions' must be an object"));
+    const QJsonObject c = o.value(QStringLiteral("conventions")).toObject();
+    if (!readString(c, "format", &s.convFormat, &why)) return fail(QStringLiteral("conventions: ") + why);
+    if (c.contains(QStringLiteral("names"))) {
+      const QJsonValue n = c.value(QStringLiteral("names"));
+      if (!n.isArray() || n.toArray().size() < 2 || n.toArray().size() > 16)
+        return fail(QStringLiteral("conventions: 'names' must be a list of 2 to 16 convention names"));
+      s.convNames.clear();
+      for (const QJsonValue& v : n.toArray()) {
+        if (!v.isString() || v.toString().size() > kMaxTextChars)
+          return fail(QStringLiteral("conventions: 'names' must be a list of convention names"));
+        s.convNames << v.toString();
+      }
+    }
   }
   if (o.contains(QStringLiteral("block_scales"))) {
     if (!o.value(QStringLiteral("block_scales")).isObject()) return fail(QStringLiteral("'block_scales' must be an object"));

@@ -61,6 +61,9 @@ struct ViewSettings {
   QString blockFamily = QStringLiteral("mx");
   QString blockElement = QStringLiteral("e2m1fn");
   int blockSize = 32;
+  // Conventions tab: the format and the conventions compared (names as format/convention.h spells them)
+  QString convFormat = QStringLiteral("e4m3fn");
+  QStringList convNames = {QStringLiteral("ml_dtypes"), QStringLiteral("satfinite"), QStringLiteral("qpytorch")};
   // Observers tab: the stream (quantscope-cli observe's options); `observeRun` starts it on load
   struct Observe {
     QString format = QStringLiteral("e4m3fn");
