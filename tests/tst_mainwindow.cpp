@@ -531,7 +531,7 @@ void TestMainWindow::quitAsksWhileTraining() {
 void TestMainWindow::guideAndShortcuts() {
   const QString html = MainWindow::guideHtml();
   QVERIFY(html.size() > 2000);
-  for (const char* term : {"Formats", "Error", "Model", "Training", "Latency", "Observers", "Block scales", "E, M, bias", "Subnormal", "fn, fnuz",
+  for (const char* term : {"Formats", "Error", "Model", "Training", "Latency", "Observers", "Block scales", "Conventions", "E, M, bias", "Subnormal", "fn, fnuz",
                            "Saturate vs IEEE", "SQNR", "MX (microscaling)", "NVFP4", "STE", "GridOptim", "Flips", "Bit-stalls"})
     QVERIFY2(html.contains(QLatin1String(term)), term);
   MainWindow w;
@@ -544,7 +544,7 @@ void TestMainWindow::guideAndShortcuts() {
   for (auto it = key.globalMatch(html); it.hasNext();) {
     const QString cell = it.next().captured(1);
     QStringList keys;
-    if (cell.contains(QStringLiteral(" … "))) keys << QStringLiteral("Ctrl+1") << QStringLiteral("Ctrl+7");
+    if (cell.contains(QStringLiteral(" … "))) keys << QStringLiteral("Ctrl+1") << QStringLiteral("Ctrl+8");
     else for (const QString& k : cell.split(QStringLiteral(" / "))) keys << k.trimmed();
     for (const QString& k : keys) {
       ++listed;
