@@ -307,7 +307,7 @@ QString ErrorPanel::keyOf(const qs::Scheme& s) const {
 
 QString ErrorPanel::labelOf(const qs::Scheme& s) const {
   QString label = QString::fromStdString(s.text);
-  if (s.options.rounding == qs::Rounding::Stochastic) label += QStringLiteral(" · stochastic");
+  if (s.options.rounding != qs::Rounding::Nearest) label += QStringLiteral(" · ") + QLatin1String(qs::to_string(s.options.rounding));
   if (s.options.overflow == qs::Overflow::Ieee) label += QStringLiteral(" · ieee overflow");
   return label;
 }

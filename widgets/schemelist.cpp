@@ -35,7 +35,10 @@ SchemeRow::SchemeRow(const SchemeSetting& s, QWidget* parent) : QWidget(parent) 
   m_granularity->setCurrentText(s.granularity);
   m_rounding = new QComboBox;
   m_rounding->setObjectName(QStringLiteral("schemeRounding"));
-  m_rounding->addItems({QStringLiteral("nearest"), QStringLiteral("stochastic")});
+  m_rounding->addItems({QStringLiteral("nearest"), QStringLiteral("stochastic"), QStringLiteral("nearest-away"),
+                        QStringLiteral("toward-zero")});
+  m_rounding->setToolTip(QStringLiteral("nearest: ties to even · stochastic: up with probability of the distance · "
+                                        "nearest-away: ties away from zero (microxcaling, QPyTorch) · toward-zero: truncation"));
   m_rounding->setCurrentText(s.rounding);
   m_overflow = new QComboBox;
   m_overflow->setObjectName(QStringLiteral("schemeOverflow"));

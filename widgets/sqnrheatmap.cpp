@@ -76,6 +76,7 @@ double percentile(const std::vector<double>& sorted, double p) {
 QString schemeLabel(const qs::Scheme& s) {
   QString label = QString::fromStdString(s.text);
   if (s.options.rounding == qs::Rounding::Stochastic) label += QStringLiteral(" · stoch.");
+  else if (s.options.rounding != qs::Rounding::Nearest) label += QStringLiteral(" · ") + QLatin1String(qs::to_string(s.options.rounding));
   if (s.options.overflow == qs::Overflow::Ieee) label += QStringLiteral(" · ieee");
   return label;
 }
