@@ -13,6 +13,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QListWidget>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QTimer>
@@ -99,9 +100,7 @@ ConventionsPanel::ConventionsPanel(QWidget* parent) : QWidget(parent) {
     fillConventionList();
     recompute();
   });
-  connect(m_list, &QListWidget::itemChanged, this, [this] {
-    if (!m_filling) recompute();
-  });
+  connect(m_list, &QListWidget::itemChanged, this, &ConventionsPanel::recompute);
   connect(&m_watcher, &QFutureWatcher<std::shared_ptr<qs::ConventionComparison>>::finished, this, [this] {
     const auto r = m_watcher.result();
     if (m_watcher.property("generation").toInt() != m_generation) return startTensor();  // stale
@@ -136,7 +135,7 @@ ConventionsPanel::ConventionsPanel(QWidget* parent) : QWidget(parent) {
 ConventionsPanel::~ConventionsPanel() { m_watcher.waitForFinished(); }
 
 void ConventionsPanel::fillConventionList() {
-  m_filling = true;
+  const QSignalBlocker quiet(m_list);  // the caller recomputes once the list is set
   const bool ints = isIntFormat(m_format->currentText());
   const QStringList before = checkedConventions();
   m_list->clear();
@@ -153,7 +152,6 @@ void ConventionsPanel::fillConventionList() {
   for (int i = 0; i < m_list->count(); ++i) checked += m_list->item(i)->checkState() == Qt::Checked;
   for (int i = 0; i < m_list->count() && checked < 2; ++i)
     if (m_list->item(i)->checkState() != Qt::Checked) m_list->item(i)->setCheckState(Qt::Checked), ++checked;
-  m_filling = false;
 }
 
 bool ConventionsPanel::setComparison(const QString& format, const QStringList& conventions, QString* error) {
@@ -162,18 +160,17 @@ bool ConventionsPanel::setComparison(const QString& format, const QStringList& c
     if (error) *error = QStringLiteral("unknown format '%1' for conventions").arg(format);
     return false;
   }
-  m_filling = true;
-  m_format->setCurrentIndex(fi);
-  m_filling = true;
-  fillConventionList();
-  m_filling = true;
   int found = 0;
-  for (int i = 0; i < m_list->count(); ++i) {
-    const bool on = conventions.contains(m_list->item(i)->text());
-    found += on;
-    m_list->item(i)->setCheckState(on ? Qt::Checked : Qt::Unchecked);
+  {
+    const QSignalBlocker quietFormat(m_format), quietList(m_list);  // one recompute, below
+    m_format->setCurrentIndex(fi);
+    fillConventionList();
+    for (int i = 0; i < m_list->count(); ++i) {
+      const bool on = conventions.contains(m_list->item(i)->text());
+      found += on;
+      m_list->item(i)->setCheckState(on ? Qt::Checked : Qt::Unchecked);
+    }
   }
-  m_filling = false;
   if (found < 2 || found != conventions.size()) {
     if (error) *error = QStringLiteral("%1 of the conventions %2 apply to %3; two or more are needed")
                             .arg(found).arg(conventions.join(QStringLiteral(", ")), format);
@@ -198,7 +195,6 @@ void ConventionsPanel::setTensor(const TensorData& tensor) {
 }
 
 void ConventionsPanel::recompute() {
-  if (m_filling) return;
   const QStringList names = checkedConventions();
   std::vector<std::string> n;
   for (const QString& s : names) n.push_back(s.toStdString());

@@ -66,5 +66,4 @@ private:
   std::unique_ptr<qs::ConventionComparison> m_probe, m_tensorResult;
   QFutureWatcher<std::shared_ptr<qs::ConventionComparison>> m_watcher;
   int m_generation = 0;
-  bool m_filling = false;
 };

@@ -104,11 +104,9 @@ uint32_t signed_code(const Format& f, uint32_t mag, bool negative) {
   return negative && f.is_signed ? (mag | f.sign_bit()) : mag;
 }
 
-}  // namespace
-
-ConventionCode encode_convention(const Format& f0, const Convention& c, float x) {
-  if (c.is_int()) throw FormatError(c.name + " is an integer convention: it needs a tensor's scale");
-  const Format f = convention_format(f0, c);
+// encode_convention on the format convention_format already resolved (compare_conventions resolves it once
+// per convention, not once per input).
+ConventionCode encode_resolved(const Format& f, const Convention& c, float x) {
   const bool negative = std::signbit(x);
   ConventionCode out;
   // AllOnes only respells a NaN the format has: fnuz formats keep their one NaN code (0x80, the negative
@@ -134,6 +132,13 @@ ConventionCode encode_convention(const Format& f0, const Convention& c, float x)
   }
   out.value = decode_ref(f, out.code);
   return out;
+}
+
+}  // namespace
+
+ConventionCode encode_convention(const Format& f, const Convention& c, float x) {
+  if (c.is_int()) throw FormatError(c.name + " is an integer convention: it needs a tensor's scale");
+  return encode_resolved(convention_format(f, c), c, x);
 }
 
 IntParams int_params(const Convention& c, const float* x, std::size_t n) {
@@ -298,7 +303,8 @@ ConventionComparison compare_conventions(const Format& f, const std::vector<std:
       for (std::size_t i = 0; i < m; ++i) cmp.codes[k][i] = encode_int(c, cmp.params.back(), cmp.inputs[i]);
     } else {
       cmp.params.emplace_back();
-      for (std::size_t i = 0; i < m; ++i) cmp.codes[k][i] = encode_convention(f, c, cmp.inputs[i]);
+      const Format fc = convention_format(f, c);
+      for (std::size_t i = 0; i < m; ++i) cmp.codes[k][i] = encode_resolved(fc, c, cmp.inputs[i]);
     }
   }
   cmp.differ.assign(m, 0);
