@@ -216,7 +216,11 @@ std::vector<float> convention_probes(const Format& f) {
   if (!f.is_int() && f.specials != Specials::None) {
     Convention all;
     all.all_finite = true;
-    variants.push_back(convention_format(f, all));
+    try {
+      variants.push_back(convention_format(f, all));
+    } catch (const FormatError&) {
+      // No all-finite variant (bf16's would exceed float32's range): the probes are f's own.
+    }
   }
   for (const Format& v : variants) {
     std::vector<double> vals = distinct_values(v);

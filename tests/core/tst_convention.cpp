@@ -137,6 +137,17 @@ TEST(Convention, ComparisonRangesOnProbes) {
   for (const qs::ConventionRange& r : ta.ranges) EXPECT_EQ(r.lo, r.hi);
 }
 
+TEST(Convention, SixteenBitFormats) {
+  // bf16 has no all-finite variant (e8m7 with every code finite exceeds float32), so QPyTorch cannot take it,
+  // but the other conventions compare: they part only beyond max (ml_dtypes: inf, satfinite: max) and on NaN.
+  const qs::ConventionComparison c = qs::compare_conventions(qs::parse_format("bf16"), {"ml_dtypes", "satfinite"});
+  EXPECT_GT(c.differing, 0u);
+  for (std::size_t i = 0; i < c.inputs.size(); ++i)
+    if (c.differ[i]) EXPECT_TRUE(std::isnan(c.inputs[i]) || std::fabs(c.inputs[i]) > 3.3e38f) << c.inputs[i];
+  EXPECT_THROW(qs::compare_conventions(qs::parse_format("bf16"), {"ml_dtypes", "qpytorch"}), qs::FormatError);
+  EXPECT_GT(qs::compare_conventions(qs::parse_format("fp16"), {"ml_dtypes", "satfinite"}).differing, 0u);
+}
+
 TEST(Convention, RefusesWhatItCannotCompare) {
   EXPECT_THROW(qs::compare_conventions(qs::parse_format("e4m3fn"), {"ml_dtypes"}), qs::FormatError);
   EXPECT_THROW(qs::compare_conventions(qs::parse_format("e4m3fn"), {"ml_dtypes", "nope"}), qs::FormatError);
