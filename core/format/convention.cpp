@@ -117,8 +117,9 @@ ConventionCode encode_resolved(const Format& f, const Convention& c, float x) {
   } else if (std::isnan(x) && (c.nan == NanRule::Max || all_ones)) {
     const uint32_t mag = c.nan == NanRule::Max ? f.max_code_mag : (f.is_signed ? f.sign_bit() : f.code_count()) - 1u;
     out.code = signed_code(f, mag, negative);
-  } else if (std::isinf(x) && c.inf_kept) {
-    // The value stays ±inf in microxcaling; a format without inf can only show it as its NaN code.
+  } else if (std::isinf(x) && c.inf_kept && (f.has_inf || f.has_nan)) {
+    // The value stays ±inf in microxcaling; a format without inf can only show it as its NaN code, and one
+    // with neither (fp6, fp4) as its clamp to ±max below.
     out.code = f.has_inf ? signed_code(f, f.inf_code, negative)
                          : encode_ref(f, std::copysign(std::nan(""), double(x)), c.rounding, Overflow::Ieee, 0);
   } else {

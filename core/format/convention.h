@@ -50,7 +50,8 @@ struct Convention {
   bool all_finite = false;            // the format's fields with every code finite (QPyTorch: e4m3 reaches 480)
   bool subnormal_prerounding = false; // QPyTorch: |x| < 2^emin first becomes fl32(x ± 2^emin) ∓ 2^emin
   NanRule nan = NanRule::Format;
-  bool inf_kept = false;              // microxcaling: ±inf inputs stay ±inf (the format's inf or NaN code)
+  bool inf_kept = false;              // microxcaling: ±inf inputs stay ±inf (the format's inf or NaN code; ±max
+                                      // in formats with neither)
   bool is_int() const { return int_rule != IntRule::None; }
 };
 

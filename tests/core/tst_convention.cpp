@@ -44,6 +44,9 @@ TEST(Convention, TiesAwayAndTruncation) {
   // e2m1fn: 5 is the midpoint of 4 (even) and 6: ties away give 6.
   EXPECT_EQ(enc("e2m1fn", "mx-even", 5.0f).value, 4.0);
   EXPECT_EQ(enc("e2m1fn", "mx-nearest", 5.0f).value, 6.0);
+  // microxcaling keeps ±inf; e4m3fn can only show it as NaN, e2m1fn (no inf, no NaN) as its clamp to ±6.
+  EXPECT_TRUE(std::isnan(enc("e4m3fn", "mx-nearest", INFINITY).value));
+  EXPECT_EQ(enc("e2m1fn", "mx-nearest", -INFINITY).value, -6.0);
 }
 
 TEST(Convention, TorchNanCodes) {
