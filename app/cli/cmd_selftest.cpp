@@ -26,6 +26,8 @@ namespace qs::cli {
 #if defined(QS_HAVE_CUDA)
 // The int8 GEMM and quantized-linear backward cases (selftest_cuda_gemm.cpp).
 void run_cuda_gemm_selftest(const std::function<void(const SelftestCase&)>& report);
+// The int8 layer, optimizer, fake-quant and training cases (selftest_cuda_train.cpp).
+void run_cuda_train_selftest(const std::function<void(const SelftestCase&)>& report);
 
 namespace {
 // Every format x rounding x overflow x {unscaled, scaled}: the CUDA kernel against encode_ref on the
@@ -217,6 +219,7 @@ void add_selftest(CLI::App& app) {
       };
       run_cuda_selftest(report);
       run_cuda_gemm_selftest(report);
+      run_cuda_train_selftest(report);
       std::printf("%zu passed, %zu failed\n", passed, failed);
       std::fflush(stdout);
       if (failed) std::exit(1);

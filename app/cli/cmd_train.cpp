@@ -4,10 +4,13 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
 #include "cli/commands.h"
+#include "cuda/device.h"
+#include "cuda/train_cuda.cuh"
 #include "io/atomic_file.h"
 #include "train/dataset.h"
 #include "train/mlp_io.h"
@@ -21,6 +24,8 @@ void add_train(CLI::App& app) {
   struct Opts {
     std::string dataset = "fashion-mnist", data_dir, optimizer = "adam", weights, acts, csv, save;
     std::string scaling = "current", rounding = "nearest", overflow = "saturate";
+    std::string backend = "cpu", int8_x = "tensor", int8_w = "channel";
+    bool int8 = false;
     int epochs = 15, batch = 128, threads = 0, history = 16;
     double lr = 0, momentum = 0.9, weight_decay = -1, rung_clip = 10;
     uint64_t seed = 1;
@@ -50,6 +55,11 @@ void add_train(CLI::App& app) {
   auto* wd_opt = c->add_option("--weight-decay", o.weight_decay, "Weight decay (default: grid 1e-4, else 0)");
   c->add_option("--rung-clip", o.rung_clip, "Grid: most rungs one step may move")->capture_default_str();
   c->add_flag("--no-ptq", o.no_ptq, "Skip the int8 post-training quantization report");
+  c->add_option("--backend", o.backend, "cpu | cuda (the GPU: cuBLAS fp32, int8 layers, fake quantization, the optimizers)")
+      ->capture_default_str();
+  c->add_flag("--int8", o.int8, "int8 linear layers (X and W quantized in every forward, int8 GEMM; --backend cuda)");
+  c->add_option("--int8-x", o.int8_x, "int8 layers: activation scales per tensor | row")->capture_default_str();
+  c->add_option("--int8-w", o.int8_w, "int8 layers: weight scales per channel | tensor")->capture_default_str();
   c->callback([ds, lr_opt, wd_opt] {
     TrainConfig cfg;
     cfg.epochs = o.epochs;
@@ -69,9 +79,19 @@ void add_train(CLI::App& app) {
     cfg.ste_zero_clipped = o.ste_zero_clipped;
     cfg.seed = o.seed;
     cfg.threads = o.threads;
+    cfg.int8 = o.int8;
+    if (o.int8_x != "tensor" && o.int8_x != "row") throw std::invalid_argument("--int8-x must be tensor or row");
+    if (o.int8_w != "channel" && o.int8_w != "tensor") throw std::invalid_argument("--int8-w must be channel or tensor");
+    cfg.int8_x_per_row = o.int8_x == "row";
+    cfg.int8_w_per_tensor = o.int8_w == "tensor";
+    if (o.backend != "cpu" && o.backend != "cuda") throw std::invalid_argument("--backend must be cpu or cuda");
+    const bool gpu = o.backend == "cuda";
     if (wd_opt->count() && !(o.weight_decay >= 0 && std::isfinite(o.weight_decay)))
       throw std::invalid_argument("--weight-decay must be a number >= 0");
     validate(cfg);  // bad hyper-parameters and schemes fail before any data is read
+    if (cfg.int8 && !gpu) throw std::invalid_argument("--int8 trains on the GPU: add --backend cuda");
+    if (gpu)  // no device, or a scheme the GPU path lacks: one line before any data is read
+      if (const std::string why = cuda::training_unsupported(cfg); !why.empty()) throw std::runtime_error(why);
     if (!o.csv.empty()) check_writable(o.csv);
     if (!o.save.empty()) check_writable(o.save);
 
@@ -92,20 +112,24 @@ void add_train(CLI::App& app) {
       throw std::invalid_argument("--dataset '" + o.dataset + "' is not fashion-mnist or synthetic");
     }
 
-    Trainer trainer(cfg, data.train, data.test);
+    std::unique_ptr<Trainer> trainer;
+    if (!gpu) trainer = std::make_unique<Trainer>(cfg, data.train, data.test);
     std::string sizes;
     for (int s : cfg.sizes) sizes += (sizes.empty() ? "" : "-") + std::to_string(s);
-    std::printf("train: %s (%zu train, %zu test images), mlp %s, optimizer=%s lr=%g, weights=%s acts=%s, %d thread(s)\n",
+    const std::string where = gpu ? "gpu " + cuda::device_info().name : std::to_string(trainer->model().threads()) + " thread(s)";
+    std::printf("train: %s (%zu train, %zu test images), mlp %s, optimizer=%s lr=%g, weights=%s acts=%s, %s\n",
                 data.synthetic ? "synthetic" : "fashion-mnist", data.train->size(), data.test->size(), sizes.c_str(), to_string(cfg.optimizer), cfg.effective_lr(),
-                cfg.weights.empty() ? (cfg.optimizer == OptimizerKind::Grid ? "grid:e4m3fn" : "fp32") : cfg.weights.c_str(),
-                cfg.acts.empty() ? "fp32" : cfg.acts.c_str(), trainer.model().threads());
+                cfg.int8 ? (cfg.int8_w_per_tensor ? "int8/tensor" : "int8/channel")
+                         : cfg.weights.empty() ? (cfg.optimizer == OptimizerKind::Grid ? "grid:e4m3fn" : "fp32") : cfg.weights.c_str(),
+                cfg.int8 ? (cfg.int8_x_per_row ? "int8/row" : "int8/tensor") : cfg.acts.empty() ? "fp32" : cfg.acts.c_str(),
+                where.c_str());
     std::fflush(stdout);
 
     std::string csv = train_steps_csv_header();
     // Per-epoch means: loss and accuracy weighted by batch rows, flips per step, stalls per update.
     uint64_t epoch_flips = 0, epoch_updates = 0, epoch_stalls = 0, epoch_rows = 0;
     double epoch_loss = 0, epoch_hits = 0;
-    const TrainResult r = trainer.run([&](StepMetrics m) {
+    auto on_step = [&](StepMetrics m) {
       if (!o.csv.empty()) csv += train_steps_csv_row(m);
       epoch_flips += m.flips();
       epoch_updates += m.updates();
@@ -123,7 +147,22 @@ void add_train(CLI::App& app) {
         epoch_loss = epoch_hits = 0;
       }
       return true;
-    });
+    };
+    std::vector<MlpLayer> gpu_layers;
+    const TrainResult r = gpu ? cuda::train_cuda(cfg, data.train, data.test, on_step, nullptr, &gpu_layers)
+                              : trainer->run(on_step);
+    // The trained network on the host: the CPU trainer's, or the GPU's layers copied into an Mlp.
+    std::unique_ptr<Mlp> gpu_model;
+    if (gpu) {
+      gpu_model = std::make_unique<Mlp>(cfg.sizes, cfg.seed, cfg.threads);
+      for (int l = 0; l < gpu_model->layer_count(); ++l) {
+        MlpLayer& L = gpu_model->layer(l);
+        L.W = gpu_layers[std::size_t(l)].W;
+        L.b = gpu_layers[std::size_t(l)].b;
+        L.Wq = gpu_layers[std::size_t(l)].Wq;
+      }
+    }
+    Mlp& model = gpu ? *gpu_model : trainer->model();
     if (!o.csv.empty()) write_file_atomic(o.csv, csv);
     if (r.status == TrainResult::Status::Diverged)
       throw std::runtime_error("train: " + r.message + (o.csv.empty() ? "" : " (steps so far in " + o.csv + ")"));
@@ -133,13 +172,13 @@ void add_train(CLI::App& app) {
     if (!r.epochs.empty()) std::printf("epoch_time_s=%.3f (mean training time per epoch)\n", train_s / double(r.epochs.size()));
 
     if (!o.save.empty()) {
-      save_mlp_safetensors(o.save, trainer.model(),
+      save_mlp_safetensors(o.save, model,
                            {{"optimizer", to_string(cfg.optimizer)}, {"weights", cfg.weights}, {"acts", cfg.acts},
-                            {"seed", std::to_string(cfg.seed)}, {"test_accuracy", std::to_string(r.test_acc)}});
+                            {"seed", std::to_string(cfg.seed)}, {"backend", o.backend}, {"int8", cfg.int8 ? "1" : "0"}, {"test_accuracy", std::to_string(r.test_acc)}});
       std::printf("saved %s\n", o.save.c_str());
     }
     if (!o.no_ptq) {
-      for (const PtqRow& p : evaluate_ptq(trainer.model(), *data.train, *data.test))
+      for (const PtqRow& p : evaluate_ptq(model, *data.train, *data.test))
         std::printf("ptq mode=%s test_acc=%.4f latency_ms=%.3f us_per_image=%.2f weight_bytes=%zu\n", p.mode.c_str(),
                     p.test_acc, p.latency_ms, p.us_per_image, p.weight_bytes);
     }

@@ -28,6 +28,10 @@ class GemmLibrary {
   std::string int8(const int8_t* A, const int8_t* B, int M, int K, int N, int32_t* Y, void* stream = nullptr);
   // float32 inputs and output; tf32 = true lets cuBLAS round the inputs to TF32 on the tensor cores.
   void f32(const float* X, const float* W, int M, int K, int N, float* Y, bool tf32, void* stream = nullptr);
+  // The training lab's products, row-major as train_gemm (train/train_gemm.h): C (M x N) = op(A) op(B) with
+  // op(A) M x K (A is K x M when trans_a), op(B) K x N (B is N x K when trans_b); float32 compute, no TF32.
+  void sgemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
+             int ldc, void* stream = nullptr);
   // bfloat16 inputs (bit patterns), float32 accumulation and output.
   void bf16(const uint16_t* X, const uint16_t* W, int M, int K, int N, float* Y, void* stream = nullptr);
 

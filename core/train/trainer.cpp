@@ -21,19 +21,6 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Fisher-Yates with the counter-based generator: the same order on every platform for (seed, epoch).
-std::vector<uint32_t> permutation(std::size_t n, uint64_t seed, int epoch) {
-  std::vector<uint32_t> p(n);
-  for (std::size_t i = 0; i < n; ++i) p[i] = uint32_t(i);
-  const uint64_t key = mix64(seed * 0x9e3779b97f4a7c15ULL ^ (uint64_t(epoch) << 32 | 0x5bd1e995u));
-  for (std::size_t i = n; i > 1; --i) {
-    const uint64_t r = (uint64_t(stochastic_bits(key, 2 * i)) << 32) | stochastic_bits(key, 2 * i + 1);
-    const std::size_t j = std::size_t(r % i);
-    std::swap(p[i - 1], p[j]);
-  }
-  return p;
-}
-
 [[noreturn]] void bad(const std::string& what) { throw std::invalid_argument(what); }
 
 bool is_affine(const Format& f) { return f.is_int() && !f.is_signed; }
@@ -69,6 +56,18 @@ void count_codes(const Format& f, const uint16_t* codes, std::size_t n, std::vec
 
 }  // namespace
 
+std::vector<uint32_t> epoch_permutation(std::size_t n, uint64_t seed, int epoch) {
+  std::vector<uint32_t> p(n);
+  for (std::size_t i = 0; i < n; ++i) p[i] = uint32_t(i);
+  const uint64_t key = mix64(seed * 0x9e3779b97f4a7c15ULL ^ (uint64_t(epoch) << 32 | 0x5bd1e995u));
+  for (std::size_t i = n; i > 1; --i) {
+    const uint64_t r = (uint64_t(stochastic_bits(key, 2 * i)) << 32) | stochastic_bits(key, 2 * i + 1);
+    const std::size_t j = std::size_t(r % i);
+    std::swap(p[i - 1], p[j]);
+  }
+  return p;
+}
+
 double TrainConfig::effective_lr() const {
   if (lr > 0) return lr;
   switch (optimizer) {
@@ -85,6 +84,7 @@ double TrainConfig::effective_weight_decay() const {
 }
 
 std::string TrainConfig::weight_format_name() const {
+  if (int8) return "int8";
   if (!weights.empty()) return parse_scheme(weights).format.name;
   return optimizer == OptimizerKind::Grid ? "e4m3fn" : "";
 }
@@ -101,6 +101,10 @@ void validate(const TrainConfig& c) {
   if (!(c.rung_clip > 0 && c.rung_clip <= 65536)) bad("rung_clip must be in (0, 65536]");
   if (c.history < 1 || c.history > 100000) bad("amax history must be in 1..100000");
   if (c.histogram_every < 0) bad("histogram_every must be >= 0");
+  if (c.int8 && (!c.weights.empty() || !c.acts.empty() || c.optimizer == OptimizerKind::Grid))
+    bad("int8 layers quantize their own weights and activations: no weight or activation scheme and no grid "
+        "optimizer with them");
+  if (!c.int8 && (c.int8_x_per_row || c.int8_w_per_tensor)) bad("int8 scale options need int8 layers");
   if (!c.weights.empty()) {
     const Scheme s = parse_scheme(c.weights);  // throws FormatError naming the scheme
     if (c.optimizer == OptimizerKind::Grid) {
@@ -160,6 +164,9 @@ const char* to_string(TrainResult::Status s) {
 Trainer::Trainer(TrainConfig cfg, std::shared_ptr<const Dataset> train, std::shared_ptr<const Dataset> test)
     : cfg_(std::move(cfg)), train_(std::move(train)), test_(std::move(test)) {
   validate(cfg_);
+  if (cfg_.int8)
+    bad("int8 layers train on the GPU (--backend cuda); the CPU lab trains fp32, fake-quantized (--weights, --acts) "
+        "or grid weights");
   if (!train_ || train_->size() == 0) bad("training set is empty");
   if (!test_ || test_->size() == 0) bad("test set is empty");
   if (train_->features() != cfg_.sizes.front() || test_->features() != cfg_.sizes.front())
@@ -243,7 +250,7 @@ TrainResult Trainer::run(const StepCallback& on_step, const std::atomic<bool>* c
 
   try {
   for (int epoch = 1; epoch <= cfg_.epochs && !stop; ++epoch) {
-    const std::vector<uint32_t> perm = permutation(N, cfg_.seed, epoch);
+    const std::vector<uint32_t> perm = epoch_permutation(N, cfg_.seed, epoch);
     const auto te = Clock::now();
     double loss_sum = 0, hit_sum = 0;
     std::size_t rows_sum = 0;

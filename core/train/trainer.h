@@ -47,6 +47,12 @@ struct TrainConfig {
   int histogram_every = 0;       // code-usage histograms of the weights every N steps (0: never)
   uint64_t max_steps = 0;        // stop after this many steps (0: run all epochs)
   bool evaluate_epochs = true;   // test accuracy at each epoch end
+  // int8 linear layers (train/int8_linear.h: X per tensor or per row, W per output channel or per tensor,
+  // int8 GEMM forward, float32 backward on the dequantized operands). GPU only (cuda/train_cuda.cuh); the
+  // layers quantize themselves, so no --weights / --acts scheme and no grid optimizer with them.
+  bool int8 = false;
+  bool int8_x_per_row = false;
+  bool int8_w_per_tensor = false;
 
   double effective_lr() const;
   double effective_weight_decay() const;
@@ -57,6 +63,10 @@ struct TrainConfig {
 
 // Throws std::invalid_argument or FormatError (one line naming the bad value) when cfg cannot run.
 void validate(const TrainConfig& cfg);
+
+// The order in which an epoch visits the n training rows: Fisher-Yates with the counter-based generator,
+// the same on every platform and backend for (seed, epoch).
+std::vector<uint32_t> epoch_permutation(std::size_t n, uint64_t seed, int epoch);
 
 // One weight matrix's view of a step. Flips, updates and bit-stalls count the weight matrix only (not the
 // bias). "Code" is the weight format's code (grid index for GridOptim), or the float32 bits for fp32 weights.

@@ -1,0 +1,101 @@
+// The training lab on the GPU: the trainable int8 linear layer (the CUDA twin of train/int8_linear.h), the
+// Fashion-MNIST MLP trained with cuBLAS float32 products, int8 layers, or STE fake quantization, and the
+// optimizers (SGD, Adam, GridOptim) as device kernels with the CPU's arithmetic, so that for the same inputs
+// they write the same bits as train/optim.h. No CUDA types here; without a CUDA build every entry throws
+// std::runtime_error saying so (train_stub.cpp). Exercise: `quantscope-cli selftest --backend cuda` (cases
+// int8-linear/..., optim/..., fakequant/...), `quantscope-cli train --backend cuda [--int8]`.
+//
+//   qs::TrainConfig cfg;                                     // as for the CPU lab
+//   if (std::string why = qs::cuda::training_unsupported(cfg); !why.empty()) fail(why);
+//   qs::TrainResult r = qs::cuda::train_cuda(cfg, data.train, data.test, on_step);
+//
+// What runs on the GPU, per step (one host synchronisation per step, for the metrics):
+//   the batch gathered on the device from the resident uint8 images (pixel * (1/255), as Dataset::gather);
+//   forward: fp32 / fake-quant layers Y = in * W^T (cublasGemmEx, float32 compute, no TF32) + b, ReLU; int8
+//   layers as Int8LinearCuda; softmax cross-entropy; backward: dW = dz^T in, dX = dz W (or the int8 layer's
+//   backward kernels), db column sums in row order, the STE (and its clip masks); the optimizer kernels; the
+//   weight fake quantization for the next step; flips, bit-stalls and code histograms counted on the device.
+// The epoch order, the initial weights, and every seed (stochastic rounding, GridOptim's draws) are the CPU
+// lab's. Float32 sums run in cuBLAS's order, not Eigen's, so a GPU run is not the CPU run bit for bit; the
+// pieces that take the same inputs (optimizer steps, fake quantization, the int8 forward) are.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "quant/scheme.h"
+#include "train/fake_quant.h"
+#include "train/int8_linear.h"
+#include "train/optim.h"
+#include "train/trainer.h"
+
+namespace qs::cuda {
+
+// The int8 layer with device-resident parameters (W out x in, b), gradients and the saved context.
+class Int8LinearCuda {
+ public:
+  // Parameters start as int8_linear_init(in, out, seed) (the CPU layer's). Throws std::invalid_argument for
+  // sizes outside 1..65536, std::runtime_error without a device.
+  Int8LinearCuda(int in, int out, uint64_t seed = 1, Int8LinearConfig cfg = {});
+  ~Int8LinearCuda();
+  Int8LinearCuda(Int8LinearCuda&&) noexcept;
+  Int8LinearCuda& operator=(Int8LinearCuda&&) noexcept;
+
+  int in() const;
+  int out() const;
+
+  // Host pointers (copies; synchronous). forward quantizes the current W first.
+  void set_parameters(const float* W, const float* b);
+  void forward(const float* x, int rows, float* y);
+  void backward(const float* dy, float* dx);  // dx may be null
+  void parameters(float* W, float* b) const;
+  void gradients(float* dW, float* db) const;
+  // The context of the last forward (codes and scales of X and W).
+  void context(std::vector<int8_t>& xq, std::vector<float>& sx, std::vector<int8_t>& wq, std::vector<float>& sw) const;
+
+  // Device pointers, asynchronous on `stream` (a cudaStream_t). forward_device uses the weights of the last
+  // quantize_weights_device (call it after each update of W).
+  void quantize_weights_device(void* stream);
+  void forward_device(const float* x, int rows, float* y, void* stream);
+  void backward_device(const float* dy, float* dx, void* stream);
+  float* W_device();
+  float* b_device();
+  const float* dW_device() const;
+  const float* db_device() const;
+  const int8_t* wq_device() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> p_;
+};
+
+// Why `cfg` cannot train on the GPU (one line), or empty when it can: the build, the device, and the schemes
+// the device path takes (per tensor, per row channel:0, blocks along rows with amax or MX scales, none;
+// current scaling). validate(cfg) errors are thrown, as the CPU lab throws them.
+std::string training_unsupported(const TrainConfig& cfg);
+
+// The Trainer's loop (train/trainer.h: the same epochs, batches, metrics, callback and cancel contract) on
+// the GPU. `final_model`, when given, receives the trained layers (W, b; Wq for quantized weights).
+// Throws std::invalid_argument / FormatError as Trainer does, std::runtime_error when training_unsupported.
+TrainResult train_cuda(const TrainConfig& cfg, std::shared_ptr<const Dataset> train, std::shared_ptr<const Dataset> test,
+                       const Trainer::StepCallback& on_step = {}, const std::atomic<bool>* cancel = nullptr,
+                       std::vector<MlpLayer>* final_model = nullptr);
+
+// For the self-test (CPU = GPU on the same inputs):
+// `steps` optimizer steps of one parameter slot on the device, grads[t] the gradient of step t + 1; returns
+// the master values after each step (and model values for grid) and each step's counts.
+struct OptimTrace {
+  std::vector<std::vector<float>> master, model;
+  std::vector<StepCounts> counts;
+};
+OptimTrace optimizer_trace_cuda(OptimizerKind kind, double lr, double momentum, double weight_decay,
+                                const GridOptimConfig& grid, std::size_t slot, const std::vector<float>& init,
+                                const std::vector<float>& model_init, const std::vector<std::vector<float>>& grads);
+// FakeQuant::apply (current scaling) of a rows x cols matrix on the device; codes and clipped as FakeQuant.
+FakeQuantResult fake_quant_cuda(const Scheme& s, const float* x, std::size_t rows, std::size_t cols, float* y,
+                                uint16_t* codes, uint8_t* clipped, uint64_t seed);
+
+}  // namespace qs::cuda
