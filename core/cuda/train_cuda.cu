@@ -353,8 +353,7 @@ class FakeQuantDev {
     launched("fake-quant amax kernel");
     if (tensor)
       check(cudaMemcpyAsync(amax_bits, amax_.p, sizeof(unsigned), cudaMemcpyDeviceToDevice, s), "copy amax");
-    fq_scale_kernel<<<grid_for(groups), 256, 0, s>>>(rule_, amax_.p, groups, scales_.p,
-                                                     g.kind == GroupKind::Tensor ? tensor_scale : nullptr);
+    fq_scale_kernel<<<grid_for(groups), 256, 0, s>>>(rule_, amax_.p, groups, scales_.p, tensor ? tensor_scale : nullptr);
     launched("fake-quant scale kernel");
     KernelParams p = base_;
     p.seed = scheme_.options.seed + seed * 0x9e3779b97f4a7c15ULL;
@@ -1318,7 +1317,7 @@ FakeQuantResult fake_quant_cuda(const Scheme& s, const float* x, std::size_t row
   float a;
   std::memcpy(&a, &hc.w_amax_bits, 4);
   r.amax = a;
-  r.scale = s.granularity == Granularity::Tensor ? hc.w_scale : 0.0f;
+  r.scale = s.granularity == Granularity::Tensor || s.granularity == Granularity::None ? hc.w_scale : 0.0f;
   return r;
 }
 
