@@ -14,7 +14,9 @@
 #include "cuda/gemm_bench_cuda.cuh"
 #include "cuda/gemm_cublas.cuh"
 #include "cuda/gemm_int8.cuh"
+#include "cuda/linear_backward.cuh"
 #include "cuda/quantize_int8.cuh"
+#include "gemm/linear_backward_ref.h"
 
 namespace qs::cuda {
 
@@ -51,6 +53,8 @@ std::vector<std::string> bench_gemm_cuda_kernels() {
     const std::string base = std::string("int8-") + to_string(g);
     for (const char* suffix : {"", "-dq", "-dq-f16", "-e2e"}) k.push_back(base + suffix);
   }
+  // The quantized linear layer's backward (dX and dW; db with int8) against cuBLAS doing the same two products.
+  for (const char* b : {"bwd-fp32-cublas", "bwd-bf16-cublas", "bwd-int8"}) k.push_back(b);
   return k;
 }
 
@@ -144,7 +148,7 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
       return gemm_bench_check_float(d, n, h.data(), rel);
     };
 
-    double fp32_ms = 0;
+    double fp32_ms = 0, bwd_fp32_ms = 0;
     bool stop = false;
     auto measure = [&](const std::string& name, const std::function<void()>& fn,
                        const std::function<double(const std::string&)>& chk) {
@@ -175,9 +179,12 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
       row.reps = std::clamp(int(std::ceil(cfg.min_seconds / std::max(first, 1e-9))), std::max(1, cfg.reps), 1000);
       const double t = detail::median_seconds(fn, row.reps, nullptr);
       row.median_ms = t * 1e3;
-      row.gops = 2.0 * double(M) * double(N) * double(K) / t / 1e9;
+      const bool bwd = name.rfind("bwd-", 0) == 0;  // two products: dX and dW
+      row.gops = (bwd ? 4.0 : 2.0) * double(M) * double(N) * double(K) / t / 1e9;
       if (name == "fp32-cublas") fp32_ms = row.median_ms;
-      row.speedup_vs_fp32 = fp32_ms > 0 ? fp32_ms / row.median_ms : 0;
+      if (name == "bwd-fp32-cublas") bwd_fp32_ms = row.median_ms;
+      const double base_ms = bwd ? bwd_fp32_ms : fp32_ms;  // backward rows: against cuBLAS fp32's backward
+      row.speedup_vs_fp32 = base_ms > 0 ? base_ms / row.median_ms : 0;
       rows.push_back(row);
       if (on_row) on_row(row);
       ++done;
@@ -218,6 +225,121 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
     };
     ours(GemmKernel::Dp4a);
     for (GemmKernel k : tensor_core_kernels()) ours(k);
+
+    // Backward of Y = X~ W~^T + b for a gradient dY (M x N): dX = dY W~ (M x K), dW = dY^T X~ (N x K), 4 M N K
+    // operations; cuBLAS fp32 and bf16 run the same two products on float / bfloat16 operands, ours
+    // (linear_backward_device) dequantizes the int8 codes on the fly and adds db. Checked before timing on
+    // the sampled rows of dX (d.rows) and the first rows of dW against float64 sums of the operands each one
+    // reads, within linear_backward_tol (float32 accumulation in any order).
+    if (!stop && (wanted("bwd-fp32-cublas") || wanted("bwd-bf16-cublas") || wanted("bwd-int8"))) {
+      std::vector<float> gy(MN);
+      std::vector<uint16_t> gyb(MN);
+      uint64_t z = 0x9e3779b97f4a7c15ULL ^ uint64_t(M * 31 + N);
+      for (std::size_t i = 0; i < MN; ++i) {  // small centred values: xorshift, exact in float
+        z ^= z << 13, z ^= z >> 7, z ^= z << 17;
+        gy[i] = float(int32_t(z % 2001) - 1000) * 0x1p-14f;
+        gyb[i] = to_bf16(gy[i]);
+      }
+      Buf<float> dgy(MN), dgx(MK), dgw(NK), dgb(N);
+      Buf<uint16_t> dgyb(MN);
+      up(dgy.ptr, gy.data(), MN * 4);
+      up(dgyb.ptr, gyb.data(), MN * 2);
+      const int wrows = std::min(N, 4);
+      auto bf = [](uint16_t b) {
+        const uint32_t u = uint32_t(b) << 16;
+        float f;
+        std::memcpy(&f, &u, 4);
+        return double(f);
+      };
+      // kind 0: fp32 operands, 1: bf16, 2: dequantized int8.
+      auto xval = [&](int kind, std::size_t i, std::size_t k) {
+        const std::size_t at = i * std::size_t(K) + k;
+        if (kind == 0) return double(d.X[at]);
+        if (kind == 1) return bf(Xb[at]);
+        return double(float(d.qa[at]) * d.sa[cfg.act_per_row ? i : 0]);
+      };
+      auto wval = [&](int kind, std::size_t j, std::size_t k) {
+        const std::size_t at = j * std::size_t(K) + k;
+        if (kind == 0) return double(d.Wt[at]);
+        if (kind == 1) return bf(Wb[at]);
+        return double(float(d.qw[at]) * d.sw[j]);
+      };
+      auto gval = [&](int kind, std::size_t i, std::size_t j) {
+        return kind == 1 ? bf(gyb[i * std::size_t(N) + j]) : double(gy[i * std::size_t(N) + j]);
+      };
+      auto check_bwd = [&](int kind, const std::string& n) {
+        double worst = 0;
+        std::vector<float> hx(static_cast<std::size_t>(K)), hw(static_cast<std::size_t>(K));
+        auto cmp = [&](double got, double ref, double mag, int terms, const char* what, std::size_t r, std::size_t k) {
+          const double err = std::fabs(got - ref);
+          if (!(err <= linear_backward_tol(ref, mag, terms, false)))
+            throw std::runtime_error(n + ": " + what + "[" + std::to_string(r) + "][" + std::to_string(k) + "] = " +
+                                     std::to_string(got) + ", float64 sum " + std::to_string(ref));
+          worst = std::max(worst, err);
+        };
+        for (std::size_t r = 0; r < R; ++r) {
+          const std::size_t i = std::size_t(d.rows[r]);
+          check(cudaMemcpy(hx.data(), dgx.ptr + i * std::size_t(K), std::size_t(K) * 4, cudaMemcpyDeviceToHost), "copy back");
+          for (std::size_t k = 0; k < std::size_t(K); ++k) {
+            double ref = 0, mag = 0;
+            for (std::size_t j = 0; j < std::size_t(N); ++j) {
+              const double t = gval(kind, i, j) * wval(kind, j, k);
+              ref += t;
+              mag += std::fabs(t);
+            }
+            cmp(hx[k], ref, mag, N, "dX", i, k);
+          }
+        }
+        for (int j = 0; j < wrows; ++j) {
+          check(cudaMemcpy(hw.data(), dgw.ptr + std::size_t(j) * K, std::size_t(K) * 4, cudaMemcpyDeviceToHost), "copy back");
+          std::vector<double> ref(static_cast<std::size_t>(K), 0.0), mag(static_cast<std::size_t>(K), 0.0);
+          for (std::size_t i = 0; i < std::size_t(M); ++i) {
+            const double g = gval(kind, i, std::size_t(j));
+            for (std::size_t k = 0; k < std::size_t(K); ++k) {
+              const double t = g * xval(kind, i, k);
+              ref[k] += t;
+              mag[k] += std::fabs(t);
+            }
+          }
+          for (std::size_t k = 0; k < std::size_t(K); ++k) cmp(hw[k], ref[k], mag[k], M, "dW", std::size_t(j), k);
+        }
+        return worst;
+      };
+      auto poison = [&] {
+        check(cudaMemset(dgx.ptr, 0xff, MK * 4), "memset");
+        check(cudaMemset(dgw.ptr, 0xff, NK * 4), "memset");
+      };
+      measure("bwd-fp32-cublas",
+              [&] {
+                lib.sgemm(false, false, M, K, N, dgy.ptr, N, dW.ptr, K, dgx.ptr, K);  // dX = dY W
+                lib.sgemm(true, false, N, K, M, dgy.ptr, N, dX.ptr, K, dgw.ptr, K);   // dW = dY^T X
+              },
+              [&](const std::string& n) { return check_bwd(0, n); });
+      poison();
+      measure("bwd-bf16-cublas",
+              [&] {
+                lib.bf16gemm(false, false, M, K, N, dgyb.ptr, N, dWb.ptr, K, dgx.ptr, K);
+                lib.bf16gemm(true, false, N, K, M, dgyb.ptr, N, dXb.ptr, K, dgw.ptr, K);
+              },
+              [&](const std::string& n) { return check_bwd(1, n); });
+      poison();
+      LinearBackwardArgs a;
+      a.dY = dgy.ptr;
+      a.type = GradType::F32;
+      a.Xq = dqa.ptr;
+      a.s_x = dsa.ptr;
+      a.s_x_per_row = cfg.act_per_row;
+      a.Wq = dqw.ptr;
+      a.s_w = dsw.ptr;
+      a.s_w_per_row = true;
+      a.M = M;
+      a.N = N;
+      a.K = K;
+      a.dX = dgx.ptr;
+      a.dW = dgw.ptr;
+      a.db = dgb.ptr;
+      measure("bwd-int8", [&] { linear_backward_device(a); }, [&](const std::string& n) { return check_bwd(2, n); });
+    }
     if (stop) break;
   }
   if (!failures.empty()) {

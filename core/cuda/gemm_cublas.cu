@@ -216,16 +216,28 @@ void GemmLibrary::f32(const float* X, const float* W, int M, int K, int N, float
              tf32 ? "GemmEx (tf32)" : "GemmEx (fp32)");
 }
 
+namespace {
+// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: a row-major matrix read column-major is
+// its transpose, so B goes first with its own transpose flag, and m = N, n = M.
+void gemm_rowmajor(cublasHandle_t h, cudaDataType in, bool trans_a, bool trans_b, int M, int N, int K, const void* A,
+                   int lda, const void* B, int ldb, float* C, int ldc, void* stream, const char* what) {
+  check_blas(lib().p_cublasSetStream(h, static_cast<cudaStream_t>(stream)), "stream");
+  const float alpha = 1.0f, beta = 0.0f;
+  check_blas(lib().p_cublasGemmEx(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K,
+                                  &alpha, B, in, ldb, A, in, lda, &beta, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+                                  CUBLAS_GEMM_DEFAULT),
+             what);
+}
+}  // namespace
+
 void GemmLibrary::sgemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda, const float* B,
                         int ldb, float* C, int ldc, void* stream) {
-  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: a row-major matrix read column-major is
-  // its transpose, so B goes first with its own transpose flag, and m = N, n = M.
-  check_blas(lib().p_cublasSetStream(p_->blas, static_cast<cudaStream_t>(stream)), "stream");
-  const float alpha = 1.0f, beta = 0.0f;
-  check_blas(lib().p_cublasGemmEx(p_->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M,
-                                  K, &alpha, B, CUDA_R_32F, ldb, A, CUDA_R_32F, lda, &beta, C, CUDA_R_32F, ldc,
-                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-             "GemmEx (sgemm)");
+  gemm_rowmajor(p_->blas, CUDA_R_32F, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, stream, "GemmEx (sgemm)");
+}
+
+void GemmLibrary::bf16gemm(bool trans_a, bool trans_b, int M, int N, int K, const uint16_t* A, int lda, const uint16_t* B,
+                           int ldb, float* C, int ldc, void* stream) {
+  gemm_rowmajor(p_->blas, CUDA_R_16BF, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, stream, "GemmEx (bf16)");
 }
 
 void GemmLibrary::bf16(const uint16_t* X, const uint16_t* W, int M, int K, int N, float* Y, void* stream) {

@@ -32,6 +32,9 @@ class GemmLibrary {
   // op(A) M x K (A is K x M when trans_a), op(B) K x N (B is N x K when trans_b); float32 compute, no TF32.
   void sgemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,
              int ldc, void* stream = nullptr);
+  // The same with bfloat16 operands (bit patterns), float32 accumulation and output.
+  void bf16gemm(bool trans_a, bool trans_b, int M, int N, int K, const uint16_t* A, int lda, const uint16_t* B, int ldb,
+                float* C, int ldc, void* stream = nullptr);
   // bfloat16 inputs (bit patterns), float32 accumulation and output.
   void bf16(const uint16_t* X, const uint16_t* W, int M, int K, int N, float* Y, void* stream = nullptr);
 

@@ -10,7 +10,9 @@
 
 namespace qs::cuda::detail {
 
-enum OutKind : int { kOutI32 = 0, kOutF32 = 1, kOutF16 = 2 };
+// kOutI32Add: the tile's int32 sums are added (atomically) into Y, which the caller zeroed: the split-K
+// kernels' partial products. Integer addition is associative, so the result does not depend on the order.
+enum OutKind : int { kOutI32 = 0, kOutF32 = 1, kOutF16 = 2, kOutI32Add = 3 };
 
 struct Epi {
   const float* sa = nullptr;  // scale of row i: sa[i * sa_step]
@@ -56,7 +58,7 @@ __device__ __forceinline__ void drain_tile(const Epi& e, const int32_t* Cs, int 
   const int valid = min(4, e.N - gc);
   const bool vec = valid == 4 && (e.N & 3) == 0;  // then row starts, and so these stores, are aligned
   float sb[4] = {0.0f, 0.0f, 0.0f, 0.0f}, bb[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sa[kPasses];
-  if constexpr (O != kOutI32) {
+  if constexpr (O == kOutF32 || O == kOutF16) {
     // Every scale this thread needs, loaded up front: none of them waits behind a store.
 #pragma unroll
     for (int i = 0; i < 4; ++i)
@@ -77,7 +79,11 @@ __device__ __forceinline__ void drain_tile(const Epi& e, const int32_t* Cs, int 
     const int4 v = *reinterpret_cast<const int4*>(Cs + r * (BN + kCsPad) + c4);
     const int32_t a[4] = {v.x, v.y, v.z, v.w};
     const std::size_t at = std::size_t(gr) * e.N + gc;
-    if constexpr (O == kOutI32) {
+    if constexpr (O == kOutI32Add) {
+      int32_t* Y = static_cast<int32_t*>(e.Y) + at;
+      for (int i = 0; i < valid; ++i)
+        if (a[i]) atomicAdd(Y + i, a[i]);
+    } else if constexpr (O == kOutI32) {
       int32_t* Y = static_cast<int32_t*>(e.Y) + at;
       if (vec) *reinterpret_cast<int4*>(Y) = v;
       else

@@ -4,6 +4,7 @@
 // so builds for sm_80 / sm_89 compile empty kernels that are never launched (wgmma_compiled_for_device).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -136,10 +137,13 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   tile_of(blockIdx.x, tiles_m, tiles_n, 8, tm, tn);
   const int m0 = tm * C::BM, n0 = tn * C::BN;
   const int wg = threadIdx.x >> 7;
-  const int KT = (K + BK - 1) / BK;
+  // Split-K (gridDim.y > 1): this block sums K slices [kt0, kt0 + KT) and adds its tile into Y (kOutI32Add).
+  const int KT_all = (K + BK - 1) / BK;
+  const int kt0 = int(long(KT_all) * blockIdx.y / gridDim.y);
+  const int KT = int(long(KT_all) * (blockIdx.y + 1) / gridDim.y) - kt0;
 
   auto load_slice = [&](int kt, int slot) {
-    const int k0 = kt * BK;
+    const int k0 = (kt0 + kt) * BK;
     const uint32_t sA = sbase + slot * C::kStageBytes, sB = sA + C::kABytes;
 #pragma unroll
     for (int it = 0; it < C::BM * kChunks / C::kThreads; ++it) {
@@ -211,22 +215,51 @@ __global__ void sm90a_probe_kernel(int* out) {
 }
 
 template <typename C, int O>
-void launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
+void launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int splits, cudaStream_t s) {
   auto* kernel = gemm_int8_wgmma_kernel<C, O>;
   static std::once_flag once;
   std::call_once(once, [&] {
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem), "wgmma kernel attribute");
   });
   const long tiles = long((M + C::BM - 1) / C::BM) * ((N + C::BN - 1) / C::BN);
-  kernel<<<unsigned(tiles), C::kThreads, C::kSmem, s>>>(A, B, M, K, N, e);
+  kernel<<<dim3(unsigned(tiles), unsigned(splits)), C::kThreads, C::kSmem, s>>>(A, B, M, K, N, e);
 }
 
+// The epilogue of a split-K product: the summed int32 tile (ws) dequantized as drain_tile does, element by element.
+template <int O>
+__global__ void splitk_epilogue_kernel(const int32_t* __restrict__ ws, Epi e) {
+  const std::size_t n = std::size_t(e.M) * e.N;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    store_one<O>(e, int(i / e.N), int(i % e.N), ws[i]);
+}
+
+// Split-K: the K slices are shared among `splits` blocks per tile whose int32 tiles add up in a zeroed
+// buffer (Y itself for int32 output, else a stream-ordered workspace dequantized afterwards).
 template <typename C>
-void launch_out(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int out, cudaStream_t s) {
+void launch_out(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int out, int splits, cudaStream_t s) {
+  if (splits > 1) {
+    const std::size_t MN = std::size_t(M) * N;
+    if (out == kOutI32) {
+      check(cudaMemsetAsync(e.Y, 0, MN * 4, s), "split-K zero");
+      launch<C, kOutI32Add>(A, B, M, K, N, e, splits, s);
+      return;
+    }
+    void* ws = nullptr;
+    check(cudaMallocAsync(&ws, MN * 4, s), "split-K workspace");
+    check(cudaMemsetAsync(ws, 0, MN * 4, s), "split-K zero");
+    Epi w = e;
+    w.Y = ws;
+    launch<C, kOutI32Add>(A, B, M, K, N, w, splits, s);
+    const unsigned blocks = unsigned(std::min<std::size_t>((MN + 255) / 256, 4096));
+    if (out == kOutF32) splitk_epilogue_kernel<kOutF32><<<blocks, 256, 0, s>>>(static_cast<const int32_t*>(ws), e);
+    else splitk_epilogue_kernel<kOutF16><<<blocks, 256, 0, s>>>(static_cast<const int32_t*>(ws), e);
+    check(cudaFreeAsync(ws, s), "split-K workspace");
+    return;
+  }
   switch (out) {
-    case kOutI32: launch<C, kOutI32>(A, B, M, K, N, e, s); break;
-    case kOutF32: launch<C, kOutF32>(A, B, M, K, N, e, s); break;
-    default: launch<C, kOutF16>(A, B, M, K, N, e, s); break;
+    case kOutI32: launch<C, kOutI32>(A, B, M, K, N, e, 1, s); break;
+    case kOutF32: launch<C, kOutF32>(A, B, M, K, N, e, 1, s); break;
+    default: launch<C, kOutF16>(A, B, M, K, N, e, 1, s); break;
   }
 }
 
@@ -262,8 +295,18 @@ void gemm_int8_wgmma_cuda(const int8_t* A, const int8_t* B, int M, int K, int N,
   bool wide = long((M + 127) / 128) * ((N + 255) / 256) >= sms;
   if (force && std::strcmp(force, "128x256") == 0) wide = true;
   else if (force && std::strcmp(force, "128x128") == 0) wide = false;
-  if (wide) launch_out<WgWide>(A, B, M, K, N, e, out, stream);
-  else launch_out<WgTwin>(A, B, M, K, N, e, out, stream);
+  // Split-K where the tiles leave most of the GPU idle (decode shapes: 16 x 4096 x 4096 has 32 tiles of
+  // 128 x 128 for 132 SMs of two blocks each): as many splits as fill the block slots once, each split at
+  // least 8 slices of K. QS_WGMMA_SPLITK=n forces n (1: off).
+  const long tiles = wide ? long((M + 127) / 128) * ((N + 255) / 256) : long((M + 127) / 128) * ((N + 127) / 128);
+  const int slots = sms * (wide ? WgWide::kMinBlocks : WgTwin::kMinBlocks);
+  const int slices = (K + (wide ? WgWide::BK : WgTwin::BK) - 1) / (wide ? WgWide::BK : WgTwin::BK);
+  int splits = 1;
+  if (tiles * 2 <= slots) splits = int(std::min<long>(slots / tiles, std::max(1, slices / 8)));
+  if (const char* f = std::getenv("QS_WGMMA_SPLITK")) splits = std::max(1, std::min(std::atoi(f), std::max(1, slices)));
+  splits = std::max(1, std::min(splits, 64));
+  if (wide) launch_out<WgWide>(A, B, M, K, N, e, out, splits, stream);
+  else launch_out<WgTwin>(A, B, M, K, N, e, out, splits, stream);
 }
 
 }  // namespace qs::cuda::detail
