@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,6 +27,41 @@ struct DeviceBuffer {
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+// Stream-ordered scratch memory (cudaMallocFromPoolAsync / cudaFreeAsync) from one pool of ours that keeps
+// its memory: the default pool returns it at every synchronisation, which made a split-K GEMM 2.5x slower.
+// No host synchronisation is needed to free scratch that kernels on the same stream still use.
+inline cudaMemPool_t scratch_pool() {
+  static cudaMemPool_t pool = [] {
+    int dev = 0;
+    check(cudaGetDevice(&dev), "device");
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = dev;
+    cudaMemPool_t p = nullptr;
+    check(cudaMemPoolCreate(&p, &props), "scratch memory pool");
+    uint64_t keep = UINT64_MAX;
+    check(cudaMemPoolSetAttribute(p, cudaMemPoolAttrReleaseThreshold, &keep), "scratch memory pool");
+    return p;
+  }();
+  return pool;
+}
+
+template <typename T>
+struct StreamScratch {  // freed in stream order when it goes out of scope
+  T* ptr = nullptr;
+  cudaStream_t stream = nullptr;
+  StreamScratch(std::size_t count, cudaStream_t s) : stream(s) {
+    if (count) check(cudaMallocFromPoolAsync(reinterpret_cast<void**>(&ptr), count * sizeof(T), scratch_pool(), s),
+                     "scratch allocation (out of device memory?)");
+  }
+  ~StreamScratch() {
+    if (ptr) cudaFreeAsync(ptr, stream);
+  }
+  StreamScratch(const StreamScratch&) = delete;
+  StreamScratch& operator=(const StreamScratch&) = delete;
 };
 
 // Runs fn once to warm up, then `reps` times between events on `stream`; median seconds.

@@ -228,7 +228,7 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
 
     // Backward of Y = X~ W~^T + b for a gradient dY (M x N): dX = dY W~ (M x K), dW = dY^T X~ (N x K), 4 M N K
     // operations; cuBLAS fp32 and bf16 run the same two products on float / bfloat16 operands, ours
-    // (linear_backward_device) dequantizes the int8 codes on the fly and adds db. Checked before timing on
+    // (linear_backward_device) dequantizes the int8 codes and adds db. Checked before timing on
     // the sampled rows of dX (d.rows) and the first rows of dW against float64 sums of the operands each one
     // reads, within linear_backward_tol (float32 accumulation in any order).
     if (!stop && (wanted("bwd-fp32-cublas") || wanted("bwd-bf16-cublas") || wanted("bwd-int8"))) {

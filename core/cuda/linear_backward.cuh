@@ -1,7 +1,8 @@
 // CUDA backward pass of the quantized linear layer Y = dequant(X_q) * dequant(W_q)^T + b: dX and dW as
-// tiled float32 GEMMs that dequantize the int8 operand's tiles on the fly (code * scale, rounded once, in
-// shared memory; no dequantized copy in global memory), db as column sums; float32 accumulation, float32
-// or float16 gradients. Checked against linear_backward_ref (gemm/linear_backward_ref.h) within
+// float32 GEMMs on the dequantized int8 operands (code * scale, rounded once): for float32 gradients the
+// operands are dequantized into stream-ordered scratch and cuBLAS SGEMM runs the products; for float16
+// gradients (or QS_LINEAR_BWD=fused) tiled kernels dequantize the tiles on the fly in shared memory. db as
+// column sums; float32 accumulation, float32 or float16 gradients. Checked against linear_backward_ref (gemm/linear_backward_ref.h) within
 // linear_backward_tol. No CUDA types here. Exercise: `quantscope-cli selftest --backend cuda`.
 //
 //   qs::cuda::LinearBackwardArgs a{.dY = dy, .Xq = xq, .s_x = sx, .Wq = wq, .s_w = sw, .M = M, .N = N, .K = K,
@@ -35,7 +36,7 @@ struct LinearBackwardArgs {
 // Host pointers in and out (copies through the device). Throws std::invalid_argument on bad shapes or
 // missing inputs, std::runtime_error on CUDA errors.
 void linear_backward_cuda(const LinearBackwardArgs& a);
-// Device pointers; `stream` is a cudaStream_t (nullptr: the default stream).
+// Device pointers; `stream` is a cudaStream_t (nullptr: the default stream). Asynchronous (no host wait).
 void linear_backward_device(const LinearBackwardArgs& a, void* stream = nullptr);
 
 }  // namespace qs::cuda
