@@ -2,7 +2,8 @@
 // (train/int8_linear.h: forward and its saved codes and scales bit for bit, backward within
 // linear_backward_tol of the exact sums); the optimizer kernels against train/optim.h on the same inputs
 // (SGD, Adam, GridOptim: every master and model value and every count, step by step, bit for bit);
-// the device fake quantization against FakeQuant::apply (values, codes, clip mask, counts, amax, scale);
+// the device fake quantization against FakeQuant::apply (values, codes, clip mask, counts, amax, scale),
+// delayed scaling's history included;
 // short GPU training runs on the synthetic set (every mode learns: test accuracy above 0.7, chance 0.1).
 #include <cmath>
 #include <cstring>
@@ -236,6 +237,59 @@ void fake_quant_cases(const std::function<void(const SelftestCase&)>& report) {
       }
 }
 
+// Delayed scaling: a sequence of calls whose amax changes, some not recorded (evaluation passes), history 3;
+// every call's values, codes, clip mask, counts and scale against one CPU FakeQuant run through the same calls.
+void delayed_cases(const std::function<void(const SelftestCase&)>& report) {
+  const std::size_t rows = 64, cols = 100, n = rows * cols;
+  const float mags[] = {1.0f, 4.0f, 0.5f, 30.0f, 0.01f, 2.0f, 1.0f};
+  const bool rec[] = {true, true, false, true, true, true, false};
+  const int calls = int(std::size(mags));
+  for (const char* text : {"e4m3fn/tensor", "e5m2/tensor", "int8/tensor", "e2m1fn/tensor"})
+    for (Rounding r : {Rounding::Nearest, Rounding::Stochastic}) {
+      SelftestCase c;
+      c.name = std::string("fakequant-delayed/") + text + "/" + to_string(r) + "/cuda";
+      c.passed = true;
+      try {
+        EncodeOptions opt;
+        opt.rounding = r;
+        const Scheme s = parse_scheme(text, opt);
+        std::mt19937 gen(uint32_t(std::strlen(text) * 7 + int(r)));
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        std::vector<std::vector<float>> xs(static_cast<std::size_t>(calls), std::vector<float>(n)), yg = xs, yc = xs;
+        std::vector<std::vector<uint16_t>> cg(static_cast<std::size_t>(calls), std::vector<uint16_t>(n)), cc = cg;
+        std::vector<std::vector<uint8_t>> kg(static_cast<std::size_t>(calls), std::vector<uint8_t>(n)), kc = kg;
+        std::vector<cuda::FakeQuantCall> seq;
+        for (int k = 0; k < calls; ++k) {
+          for (auto& v : xs[std::size_t(k)]) v = mags[k] * nd(gen);
+          seq.push_back({xs[std::size_t(k)].data(), yg[std::size_t(k)].data(), cg[std::size_t(k)].data(),
+                         kg[std::size_t(k)].data(), uint64_t(k + 11), rec[k]});
+        }
+        const std::vector<FakeQuantResult> got = cuda::fake_quant_sequence_cuda(s, ScalingMode::Delayed, 3, rows, cols, seq);
+        FakeQuant fq(s, ScalingMode::Delayed, 3);
+        for (int k = 0; k < calls && c.passed; ++k) {
+          const FakeQuantResult a = fq.apply(xs[std::size_t(k)].data(), rows, cols, yc[std::size_t(k)].data(),
+                                             cc[std::size_t(k)].data(), kc[std::size_t(k)].data(), uint64_t(k + 11), rec[k]);
+          const FakeQuantResult& b = got[std::size_t(k)];
+          if (fbits(a.scale) != fbits(b.scale)) {
+            c.passed = false;
+            c.detail = "call " + std::to_string(k + 1) + ": scale " + std::to_string(b.scale) + " vs CPU " + std::to_string(a.scale);
+          } else if (first_diff(yg[std::size_t(k)], yc[std::size_t(k)], true) >= 0 || cg[std::size_t(k)] != cc[std::size_t(k)] ||
+                     kg[std::size_t(k)] != kc[std::size_t(k)]) {
+            c.passed = false;
+            c.detail = "call " + std::to_string(k + 1) + ": values, codes or clip mask differ";
+          } else if (a.clipped != b.clipped || a.stats.overflow != b.stats.overflow || a.stats.underflow != b.stats.underflow) {
+            c.passed = false;
+            c.detail = "call " + std::to_string(k + 1) + ": counts differ";
+          }
+        }
+      } catch (const std::exception& e) {
+        c.passed = false;
+        c.detail = e.what();
+      }
+      report(c);
+    }
+}
+
 void training_cases(const std::function<void(const SelftestCase&)>& report) {
   const DataSplit d = make_synthetic(4000, 500, 5);
   struct Run {
@@ -248,6 +302,7 @@ void training_cases(const std::function<void(const SelftestCase&)>& report) {
       {"int8", [](TrainConfig& c) { c.int8 = true; }},
       {"int8-row-tensor", [](TrainConfig& c) { c.int8 = true, c.int8_x_per_row = true, c.int8_w_per_tensor = true; }},
       {"qat-e4m3fn", [](TrainConfig& c) { c.weights = c.acts = "e4m3fn/tensor"; }},
+      {"qat-e4m3fn-delayed", [](TrainConfig& c) { c.weights = c.acts = "e4m3fn/tensor", c.scaling = ScalingMode::Delayed; }},
       {"qat-mxfp4-stochastic",
        [](TrainConfig& c) { c.weights = "e2m1fn/block:32:e8m0fnu", c.rounding = Rounding::Stochastic; }},
       {"grid-e4m3fn", [](TrainConfig& c) { c.optimizer = OptimizerKind::Grid; }},
@@ -294,6 +349,7 @@ void run_cuda_train_selftest(const std::function<void(const SelftestCase&)>& rep
   int8_linear_cases(report);
   optimizer_cases(report);
   fake_quant_cases(report);
+  delayed_cases(report);
   training_cases(report);
 }
 

@@ -298,7 +298,8 @@ __global__ void fq_quant_kernel(KernelParams p, const float* __restrict__ x, flo
 // Why a scheme cannot fake-quantize on the device (empty: it can).
 std::string fq_unsupported(const Scheme& s, ScalingMode mode) {
   const std::string head = "scheme " + s.text + ": ";
-  if (mode == ScalingMode::Delayed) return head + "delayed scaling runs on the CPU only (--backend cpu)";
+  if (mode == ScalingMode::Delayed && (s.granularity != Granularity::Tensor || s.rule == ScaleRule::Affine))
+    return head + "delayed scaling needs a /tensor scheme of a signed format";
   if (s.rule == ScaleRule::Affine) return head + "unsigned (affine) integers fake-quantize on the CPU only";
   if (s.rule == ScaleRule::GgmlBlock || s.rule == ScaleRule::Rounded16 || s.rule == ScaleRule::TwoLevel)
     return head + "its block scales (" + to_string(s.rule) + ") are computed on the CPU only";
@@ -313,18 +314,47 @@ std::string fq_unsupported(const Scheme& s, ScalingMode mode) {
   return "";
 }
 
+// A /tensor scheme's scale (FakeQuant::tensor_scale): amax_scale of the current amax, or with delayed
+// scaling of the largest amax in the history of earlier calls (the first call: its own); then, when
+// recording, the current amax goes into the ring slot `slot` (the host counts the calls).
+__global__ void fq_tensor_scale_kernel(ScaleRuleParams amax_rule, const unsigned* __restrict__ amax_bits,
+                                       unsigned* __restrict__ hist, int n_hist, int slot, bool record,
+                                       float* __restrict__ scales, float* tensor_scale) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  float a = __uint_as_float(amax_bits[0]);
+  if (n_hist > 0) {
+    a = 0.0f;
+    for (int i = 0; i < n_hist; ++i) a = fmaxf(a, __uint_as_float(hist[i]));
+  }
+  GroupStats st;
+  st.amax = a;
+  const float sc = group_scale(amax_rule, st).scale;
+  scales[0] = sc;
+  if (tensor_scale) *tensor_scale = sc;
+  if (record && hist) hist[slot] = amax_bits[0];
+}
+
 class FakeQuantDev {
  public:
-  explicit FakeQuantDev(Scheme s) : scheme_(std::move(s)), rule_(scale_rule_params(scheme_)) {
+  explicit FakeQuantDev(Scheme s, ScalingMode mode = ScalingMode::Current, int history = 16)
+      : scheme_(std::move(s)), rule_(scale_rule_params(scheme_)),
+        amax_rule_(scale_rule_params(ScaleRule::Amax, scheme_.format)), delayed_(mode == ScalingMode::Delayed),
+        hist_len_(std::max(history, 1)) {
     base_ = make_kernel_params(scheme_.format, scheme_.options, 1.0f);
     thr_ = float(scheme_.format.overflow_threshold);
+    if (delayed_) {
+      hist_.resize(std::size_t(hist_len_));
+      hist_.zero(hist_.n, nullptr);
+      check(cudaStreamSynchronize(nullptr), "history");
+    }
   }
   const Scheme& scheme() const { return scheme_; }
 
   // y = fake-quant(x) (rows x cols, device); codes, clipped optional; counters into `slots`; the whole
   // tensor's amax (float bits) into *amax_bits and, for /tensor schemes, the scale into *tensor_scale.
+  // `record`: push this call's amax into the delayed-scaling history (evaluation passes do not).
   void apply(const float* x, std::size_t rows, std::size_t cols, float* y, uint16_t* codes, uint8_t* clipped,
-             uint64_t seed, FqCountSlots slots, unsigned* amax_bits, float* tensor_scale, cudaStream_t s) {
+             uint64_t seed, bool record, FqCountSlots slots, unsigned* amax_bits, float* tensor_scale, cudaStream_t s) {
     const uint64_t n = uint64_t(rows) * cols;
     if (n == 0) return;
     FqGroups g;
@@ -353,7 +383,15 @@ class FakeQuantDev {
     launched("fake-quant amax kernel");
     if (tensor)
       check(cudaMemcpyAsync(amax_bits, amax_.p, sizeof(unsigned), cudaMemcpyDeviceToDevice, s), "copy amax");
-    fq_scale_kernel<<<grid_for(groups), 256, 0, s>>>(rule_, amax_.p, groups, scales_.p, tensor ? tensor_scale : nullptr);
+    if (g.kind == GroupKind::Tensor) {  // amax_scale, as FakeQuant::tensor_scale (current or delayed)
+      fq_tensor_scale_kernel<<<1, 32, 0, s>>>(amax_rule_, amax_.p, delayed_ ? hist_.p : nullptr,
+                                              delayed_ ? int(std::min<uint64_t>(calls_, uint64_t(hist_len_))) : 0,
+                                              int(calls_ % uint64_t(hist_len_)), delayed_ && record, scales_.p,
+                                              tensor_scale);
+      if (delayed_ && record) ++calls_;
+    } else {
+      fq_scale_kernel<<<grid_for(groups), 256, 0, s>>>(rule_, amax_.p, groups, scales_.p, tensor ? tensor_scale : nullptr);
+    }
     launched("fake-quant scale kernel");
     KernelParams p = base_;
     p.seed = scheme_.options.seed + seed * 0x9e3779b97f4a7c15ULL;
@@ -363,10 +401,13 @@ class FakeQuantDev {
 
  private:
   Scheme scheme_;
-  ScaleRuleParams rule_;
+  ScaleRuleParams rule_, amax_rule_;
   KernelParams base_;
   float thr_ = 0;
-  DVec<unsigned> amax_;
+  bool delayed_ = false;
+  int hist_len_ = 16;
+  uint64_t calls_ = 0;  // recorded calls: the history holds min(calls_, hist_len_) amaxes
+  DVec<unsigned> amax_, hist_;
   DVec<float> scales_;
 };
 
@@ -776,13 +817,14 @@ class DeviceMlp {
         D.db.resize(H.b.size());
         D.old_w.resize(n);
         if (!cfg.weights.empty() && cfg.optimizer != OptimizerKind::Grid) {
-          D.wq = std::make_unique<FakeQuantDev>(parse_scheme(cfg.weights, quant_options()));
+          D.wq = std::make_unique<FakeQuantDev>(parse_scheme(cfg.weights, quant_options()), cfg.scaling, cfg.history);
           D.Wq.resize(n);
           D.codes.resize(n);
           D.old_codes.resize(n);
           D.clipped.resize(n);
         }
-        if (!cfg.acts.empty()) D.aq = std::make_unique<FakeQuantDev>(parse_scheme(cfg.acts, quant_options()));
+        if (!cfg.acts.empty())
+          D.aq = std::make_unique<FakeQuantDev>(parse_scheme(cfg.acts, quant_options()), cfg.scaling, cfg.history);
       }
     }
     counts_.resize(std::size_t(L));
@@ -809,7 +851,7 @@ class DeviceMlp {
       LayerCounts* c = counts_.p + l;
       if (D.q8) D.q8->quantize_weights_device(s_);
       else if (D.wq)
-        D.wq->apply(D.W.p, std::size_t(D.out), std::size_t(D.in), D.Wq.p, D.codes.p, D.clipped.p, mix64(seed * 131 + l + 7),
+        D.wq->apply(D.W.p, std::size_t(D.out), std::size_t(D.in), D.Wq.p, D.codes.p, D.clipped.p, mix64(seed * 131 + l + 7), true,
                     {&c->w_overflow, &c->w_underflow, &c->w_nan, &c->w_clipped}, &c->w_amax_bits, &c->w_scale, s_);
     }
   }
@@ -817,7 +859,8 @@ class DeviceMlp {
   void begin_counts() { counts_.zero(counts_.n, s_); }
 
   // Forward of n rows already in x_ / y_ (device); returns the logits. `train`: keep what backward needs.
-  const float* forward(int n, uint64_t seed) {
+  // `record`: training passes push their activation amaxes into the delayed histories; evaluation does not.
+  const float* forward(int n, uint64_t seed, bool record) {
     ensure(n);
     const int L = layers();
     for (int l = 0; l < L; ++l) {
@@ -826,7 +869,7 @@ class DeviceMlp {
       const float* in = pre;
       LayerCounts* c = counts_.p + l;
       if (D.aq) {
-        D.aq->apply(pre, std::size_t(n), std::size_t(D.in), D.actq.p, nullptr, D.aclip.p, mix64(seed * 977 + l + 3),
+        D.aq->apply(pre, std::size_t(n), std::size_t(D.in), D.actq.p, nullptr, D.aclip.p, mix64(seed * 977 + l + 3), record,
                     {&c->a_overflow, &c->a_underflow, &c->a_nan, &c->a_clipped}, &c->a_amax_bits, &c->a_scale, s_);
         in = D.actq.p;
       }
@@ -980,7 +1023,7 @@ class DeviceMlp {
     for (std::size_t first = 0; first < test_rows; first += std::size_t(chunk)) {
       const int n = int(std::min<std::size_t>(std::size_t(chunk), test_rows - first));
       gather(test_px_, test_lb_, idx.p + first, n);
-      const float* z = forward(n, first);
+      const float* z = forward(n, first, false);
       argmax_hits_kernel<<<(n + 127) / 128, 128, 0, s_>>>(z, y_.p, n, layers_.back().out, &step_->hits);
       launched("argmax kernel");
     }
@@ -1161,7 +1204,7 @@ TrainResult train_cuda(const TrainConfig& cfg, std::shared_ptr<const Dataset> tr
       const uint64_t step_seed = mix64(cfg.seed ^ (step * 0x9e3779b97f4a7c15ULL));
       net.reset_step();
       net.gather_train(net.perm.p + first, int(n));
-      net.forward(int(n), step_seed);
+      net.forward(int(n), step_seed, true);
       net.backward(int(n));
       const bool hist_step =
           cfg.histogram_every > 0 && (step == 1 || step % uint64_t(cfg.histogram_every) == 0 || m.epoch_end);
@@ -1285,40 +1328,49 @@ OptimTrace optimizer_trace_cuda(OptimizerKind kind, double lr, double momentum, 
   return tr;
 }
 
-FakeQuantResult fake_quant_cuda(const Scheme& s, const float* x, std::size_t rows, std::size_t cols, float* y,
-                                uint16_t* codes, uint8_t* clipped, uint64_t seed) {
+std::vector<FakeQuantResult> fake_quant_sequence_cuda(const Scheme& s, ScalingMode mode, int history, std::size_t rows,
+                                                      std::size_t cols, const std::vector<FakeQuantCall>& calls) {
   require_device();
-  if (const std::string why = fq_unsupported(s, ScalingMode::Current); !why.empty()) throw std::runtime_error(why);
+  if (const std::string why = fq_unsupported(s, mode); !why.empty()) throw std::runtime_error(why);
   const std::size_t n = rows * cols;
-  FakeQuantDev fq(s);
+  FakeQuantDev fq(s, mode, history);
   DVec<float> dx, dy;
   DVec<uint16_t> dc;
   DVec<uint8_t> dk;
   DVec<LayerCounts> c(1);
-  dx.upload(x, n, nullptr);
   dy.resize(n);
   dc.resize(n);
   dk.resize(n);
-  c.zero(1, nullptr);
-  LayerCounts* cp = c.p;
-  fq.apply(dx.p, rows, cols, dy.p, dc.p, dk.p, seed, {&cp->w_overflow, &cp->w_underflow, &cp->w_nan, &cp->w_clipped},
-           &cp->w_amax_bits, &cp->w_scale, nullptr);
-  LayerCounts hc{};
-  c.download(&hc, 1, nullptr);
-  dy.download(y, n, nullptr);
-  if (codes) dc.download(codes, n, nullptr);
-  if (clipped) dk.download(clipped, n, nullptr);
-  check(cudaStreamSynchronize(nullptr), "fake quantization");
-  FakeQuantResult r;
-  r.stats.overflow = hc.w_overflow;
-  r.stats.underflow = hc.w_underflow;
-  r.stats.nan = hc.w_nan;
-  r.clipped = hc.w_clipped;
-  float a;
-  std::memcpy(&a, &hc.w_amax_bits, 4);
-  r.amax = a;
-  r.scale = s.granularity == Granularity::Tensor || s.granularity == Granularity::None ? hc.w_scale : 0.0f;
-  return r;
+  std::vector<FakeQuantResult> out;
+  for (const FakeQuantCall& call : calls) {
+    dx.upload(call.x, n, nullptr);
+    c.zero(1, nullptr);
+    LayerCounts* cp = c.p;
+    fq.apply(dx.p, rows, cols, dy.p, dc.p, dk.p, call.seed, call.record,
+             {&cp->w_overflow, &cp->w_underflow, &cp->w_nan, &cp->w_clipped}, &cp->w_amax_bits, &cp->w_scale, nullptr);
+    LayerCounts hc{};
+    c.download(&hc, 1, nullptr);
+    dy.download(call.y, n, nullptr);
+    if (call.codes) dc.download(call.codes, n, nullptr);
+    if (call.clipped) dk.download(call.clipped, n, nullptr);
+    check(cudaStreamSynchronize(nullptr), "fake quantization");
+    FakeQuantResult r;
+    r.stats.overflow = hc.w_overflow;
+    r.stats.underflow = hc.w_underflow;
+    r.stats.nan = hc.w_nan;
+    r.clipped = hc.w_clipped;
+    float a;
+    std::memcpy(&a, &hc.w_amax_bits, 4);
+    r.amax = a;
+    r.scale = s.granularity == Granularity::Tensor || s.granularity == Granularity::None ? hc.w_scale : 0.0f;
+    out.push_back(r);
+  }
+  return out;
+}
+
+FakeQuantResult fake_quant_cuda(const Scheme& s, const float* x, std::size_t rows, std::size_t cols, float* y,
+                                uint16_t* codes, uint8_t* clipped, uint64_t seed) {
+  return fake_quant_sequence_cuda(s, ScalingMode::Current, 1, rows, cols, {{x, y, codes, clipped, seed, false}}).front();
 }
 
 }  // namespace qs::cuda

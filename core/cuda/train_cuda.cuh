@@ -74,7 +74,7 @@ class Int8LinearCuda {
 
 // Why `cfg` cannot train on the GPU (one line), or empty when it can: the build, the device, and the schemes
 // the device path takes (per tensor, per row channel:0, blocks along rows with amax or MX scales, none;
-// current scaling). validate(cfg) errors are thrown, as the CPU lab throws them.
+// current scaling, or delayed for /tensor schemes). validate(cfg) errors are thrown, as the CPU lab throws them.
 std::string training_unsupported(const TrainConfig& cfg);
 
 // The Trainer's loop (train/trainer.h: the same epochs, batches, metrics, callback and cancel contract) on
@@ -97,5 +97,17 @@ OptimTrace optimizer_trace_cuda(OptimizerKind kind, double lr, double momentum, 
 // FakeQuant::apply (current scaling) of a rows x cols matrix on the device; codes and clipped as FakeQuant.
 FakeQuantResult fake_quant_cuda(const Scheme& s, const float* x, std::size_t rows, std::size_t cols, float* y,
                                 uint16_t* codes, uint8_t* clipped, uint64_t seed);
+// A sequence of calls of one FakeQuant(s, mode, history) on the device (host pointers): delayed scaling's
+// history carries from call to call as on the CPU; `record` false is an evaluation pass.
+struct FakeQuantCall {
+  const float* x = nullptr;
+  float* y = nullptr;
+  uint16_t* codes = nullptr;
+  uint8_t* clipped = nullptr;
+  uint64_t seed = 0;
+  bool record = true;
+};
+std::vector<FakeQuantResult> fake_quant_sequence_cuda(const Scheme& s, ScalingMode mode, int history, std::size_t rows,
+                                                      std::size_t cols, const std::vector<FakeQuantCall>& calls);
 
 }  // namespace qs::cuda

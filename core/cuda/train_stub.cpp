@@ -57,4 +57,9 @@ FakeQuantResult fake_quant_cuda(const Scheme&, const float*, std::size_t, std::s
   no_cuda();
 }
 
+std::vector<FakeQuantResult> fake_quant_sequence_cuda(const Scheme&, ScalingMode, int, std::size_t, std::size_t,
+                                                      const std::vector<FakeQuantCall>&) {
+  no_cuda();
+}
+
 }  // namespace qs::cuda

@@ -25,6 +25,7 @@ run gpu-fp32 --epochs "$epochs" --backend cuda
 run gpu-int8 --epochs "$epochs" --backend cuda --int8
 run gpu-int8-row --epochs "$epochs" --backend cuda --int8 --int8-x row
 run gpu-qat-e4m3 --epochs "$epochs" --backend cuda --weights e4m3fn/tensor --acts e4m3fn/tensor
+run gpu-qat-e4m3-delayed --epochs "$epochs" --backend cuda --weights e4m3fn/tensor --acts e4m3fn/tensor --scaling delayed
 run gpu-grid --epochs "$epochs" --backend cuda --optimizer grid
 run cpu-fp32-2ep --backend cpu --epochs 2 --threads 2
 # GridOptim step by step: the same first epoch on the CPU and the GPU (steps CSVs compared by the caller).
