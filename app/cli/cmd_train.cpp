@@ -123,6 +123,8 @@ void add_train(CLI::App& app) {
                          : cfg.weights.empty() ? (cfg.optimizer == OptimizerKind::Grid ? "grid:e4m3fn" : "fp32") : cfg.weights.c_str(),
                 cfg.int8 ? (cfg.int8_x_per_row ? "int8/row" : "int8/tensor") : cfg.acts.empty() ? "fp32" : cfg.acts.c_str(),
                 where.c_str());
+    if (gpu)
+      if (const std::string host = cuda::training_host_work(cfg); !host.empty()) std::printf("note: %s\n", host.c_str());
     std::fflush(stdout);
 
     std::string csv = train_steps_csv_header();

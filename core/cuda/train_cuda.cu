@@ -334,12 +334,32 @@ __global__ void fq_tensor_scale_kernel(ScaleRuleParams amax_rule, const unsigned
   if (record && hist) hist[slot] = amax_bits[0];
 }
 
+// Counters of a fake quantization done on the host, added to the device's slots in stream order.
+__global__ void add_host_counts_kernel(FqCountSlots slots, unsigned long long overflow, unsigned long long underflow,
+                                       unsigned long long nan, unsigned long long clipped, unsigned amax, float scale,
+                                       unsigned* amax_bits, float* tensor_scale) {
+  atomicAdd(slots.overflow, overflow);
+  atomicAdd(slots.underflow, underflow);
+  atomicAdd(slots.nan, nan);
+  atomicAdd(slots.clipped, clipped);
+  if (amax_bits) atomicMax(amax_bits, amax);
+  if (tensor_scale) *tensor_scale = scale;
+}
+
+// One FakeQuant on the device. Schemes without a device path (fq_unsupported: affine integers, NVFP4's
+// two-level and 16-bit block scales, ggml blocks, observer clips and searched scales, per-column scales,
+// 2-D tiles) run the CPU's FakeQuant itself on a copy (host_): the same results by construction, at the
+// price of a copy each way and a host wait per call.
 class FakeQuantDev {
  public:
   explicit FakeQuantDev(Scheme s, ScalingMode mode = ScalingMode::Current, int history = 16)
       : scheme_(std::move(s)), rule_(scale_rule_params(scheme_)),
         amax_rule_(scale_rule_params(ScaleRule::Amax, scheme_.format)), delayed_(mode == ScalingMode::Delayed),
         hist_len_(std::max(history, 1)) {
+    if (!fq_unsupported(scheme_, mode).empty()) {
+      host_ = std::make_unique<FakeQuant>(scheme_, mode, history);
+      return;
+    }
     base_ = make_kernel_params(scheme_.format, scheme_.options, 1.0f);
     thr_ = float(scheme_.format.overflow_threshold);
     if (delayed_) {
@@ -349,6 +369,8 @@ class FakeQuantDev {
     }
   }
   const Scheme& scheme() const { return scheme_; }
+  bool on_host() const { return host_ != nullptr; }
+  bool has_codes() const { return !host_ || host_->has_codes(); }
 
   // y = fake-quant(x) (rows x cols, device); codes, clipped optional; counters into `slots`; the whole
   // tensor's amax (float bits) into *amax_bits and, for /tensor schemes, the scale into *tensor_scale.
@@ -357,6 +379,28 @@ class FakeQuantDev {
              uint64_t seed, bool record, FqCountSlots slots, unsigned* amax_bits, float* tensor_scale, cudaStream_t s) {
     const uint64_t n = uint64_t(rows) * cols;
     if (n == 0) return;
+    if (host_) {
+      hx_.resize(n);
+      hy_.resize(n);
+      hc_.resize(codes ? n : 0);
+      hk_.resize(clipped ? n : 0);
+      check(cudaMemcpyAsync(hx_.data(), x, n * 4, cudaMemcpyDeviceToHost, s), "copy to host");
+      check(cudaStreamSynchronize(s), "fake quantization on the host");
+      const bool with_codes = codes && host_->has_codes();
+      const FakeQuantResult r = host_->apply(hx_.data(), rows, cols, hy_.data(), with_codes ? hc_.data() : nullptr,
+                                             clipped ? hk_.data() : nullptr, seed, record);
+      check(cudaMemcpyAsync(y, hy_.data(), n * 4, cudaMemcpyHostToDevice, s), "copy to device");
+      if (with_codes) check(cudaMemcpyAsync(codes, hc_.data(), n * 2, cudaMemcpyHostToDevice, s), "copy to device");
+      if (clipped) check(cudaMemcpyAsync(clipped, hk_.data(), n, cudaMemcpyHostToDevice, s), "copy to device");
+      const float amax = float(r.amax);
+      unsigned amax_u;
+      std::memcpy(&amax_u, &amax, 4);
+      add_host_counts_kernel<<<1, 1, 0, s>>>(slots, r.stats.overflow, r.stats.underflow, r.stats.nan, r.clipped, amax_u,
+                                             r.scale, amax_bits, tensor_scale);
+      launched("fake-quant counts");
+      check(cudaStreamSynchronize(s), "fake quantization on the host");  // the host buffers are reused
+      return;
+    }
     FqGroups g;
     uint64_t groups = 1;
     switch (scheme_.granularity) {
@@ -409,6 +453,10 @@ class FakeQuantDev {
   uint64_t calls_ = 0;  // recorded calls: the history holds min(calls_, hist_len_) amaxes
   DVec<unsigned> amax_, hist_;
   DVec<float> scales_;
+  std::unique_ptr<FakeQuant> host_;
+  std::vector<float> hx_, hy_;
+  std::vector<uint16_t> hc_;
+  std::vector<uint8_t> hk_;
 };
 
 // ---- optimizers -------------------------------------------------------------------------------------------
@@ -930,7 +978,8 @@ class DeviceMlp {
       DevLayer& D = layers_[std::size_t(l)];
       const std::size_t n = std::size_t(D.in) * D.out;
       if (D.q8) check(cudaMemcpyAsync(D.old_q.p, D.q8->wq_device(), n, cudaMemcpyDeviceToDevice, s_), "copy");
-      else if (D.wq) check(cudaMemcpyAsync(D.old_codes.p, D.codes.p, n * 2, cudaMemcpyDeviceToDevice, s_), "copy");
+      else if (D.wq && D.wq->has_codes()) check(cudaMemcpyAsync(D.old_codes.p, D.codes.p, n * 2, cudaMemcpyDeviceToDevice, s_), "copy");
+      else if (D.wq) check(cudaMemcpyAsync(D.old_w.p, D.Wq.p, n * 4, cudaMemcpyDeviceToDevice, s_), "copy");  // no codes: float bits
       else if (!grid) check(cudaMemcpyAsync(D.old_w.p, D.W.p, n * 4, cudaMemcpyDeviceToDevice, s_), "copy");
     }
     opt_->begin_step();
@@ -951,7 +1000,11 @@ class DeviceMlp {
       LayerCounts* c = counts_.p + l;
       const float* dW = D.q8 ? D.q8->dW_device() : D.dW.p;
       if (D.q8) count_changes_kernel<int8_t><<<grid_for(n), 256, 0, s_>>>(D.old_q.p, D.q8->wq_device(), dW, n, c);
-      else if (D.wq) count_changes_kernel<uint16_t><<<grid_for(n), 256, 0, s_>>>(D.old_codes.p, D.codes.p, dW, n, c);
+      else if (D.wq && D.wq->has_codes())
+        count_changes_kernel<uint16_t><<<grid_for(n), 256, 0, s_>>>(D.old_codes.p, D.codes.p, dW, n, c);
+      else if (D.wq)
+        count_changes_kernel<uint32_t><<<grid_for(n), 256, 0, s_>>>(reinterpret_cast<const uint32_t*>(D.old_w.p),
+                                                                   reinterpret_cast<const uint32_t*>(D.Wq.p), dW, n, c);
       else if (!grid)
         count_changes_kernel<uint32_t><<<grid_for(n), 256, 0, s_>>>(reinterpret_cast<const uint32_t*>(D.old_w.p),
                                                                    reinterpret_cast<const uint32_t*>(D.W.p), dW, n, c);
@@ -1133,19 +1186,24 @@ std::string training_unsupported(const TrainConfig& cfg) {
   validate(cfg);
   const DeviceInfo& d = device_info();
   if (!d.available) return d.message;
-  if (!cfg.weights.empty() && cfg.optimizer != OptimizerKind::Grid) {
-    const std::string why = fq_unsupported(parse_scheme(cfg.weights), cfg.scaling);
-    if (!why.empty()) return "GPU training: weights " + why;
-  }
-  if (!cfg.acts.empty()) {
-    const std::string why = fq_unsupported(parse_scheme(cfg.acts), cfg.scaling);
-    if (!why.empty()) return "GPU training: activations " + why;
-  }
   if (cfg.optimizer == OptimizerKind::Grid) {
     const Format f = parse_format(cfg.weight_format_name());
     if (f.code_count() > 65536) return "GPU training: the grid format " + f.name + " has more than 65536 codes";
   }
   return "";
+}
+
+std::string training_host_work(const TrainConfig& cfg) {
+  std::string out;
+  auto add = [&](const char* what, const std::string& text) {
+    if (text.empty()) return;
+    const Scheme s = parse_scheme(text);
+    if (fq_unsupported(s, cfg.scaling).empty()) return;
+    out += std::string(out.empty() ? "" : "; ") + what + " " + s.text + " are fake-quantized on the host";
+  };
+  if (cfg.optimizer != OptimizerKind::Grid) add("weights", cfg.weights);
+  add("activations", cfg.acts);
+  return out;
 }
 
 TrainResult train_cuda(const TrainConfig& cfg, std::shared_ptr<const Dataset> train, std::shared_ptr<const Dataset> test,
@@ -1331,7 +1389,6 @@ OptimTrace optimizer_trace_cuda(OptimizerKind kind, double lr, double momentum, 
 std::vector<FakeQuantResult> fake_quant_sequence_cuda(const Scheme& s, ScalingMode mode, int history, std::size_t rows,
                                                       std::size_t cols, const std::vector<FakeQuantCall>& calls) {
   require_device();
-  if (const std::string why = fq_unsupported(s, mode); !why.empty()) throw std::runtime_error(why);
   const std::size_t n = rows * cols;
   FakeQuantDev fq(s, mode, history);
   DVec<float> dx, dy;
@@ -1344,6 +1401,7 @@ std::vector<FakeQuantResult> fake_quant_sequence_cuda(const Scheme& s, ScalingMo
   std::vector<FakeQuantResult> out;
   for (const FakeQuantCall& call : calls) {
     dx.upload(call.x, n, nullptr);
+    dc.zero(n, nullptr);  // formats without codes (affine) leave them alone, as FakeQuant does
     c.zero(1, nullptr);
     LayerCounts* cp = c.p;
     fq.apply(dx.p, rows, cols, dy.p, dc.p, dk.p, call.seed, call.record,

@@ -72,10 +72,14 @@ class Int8LinearCuda {
   std::unique_ptr<Impl> p_;
 };
 
-// Why `cfg` cannot train on the GPU (one line), or empty when it can: the build, the device, and the schemes
-// the device path takes (per tensor, per row channel:0, blocks along rows with amax or MX scales, none;
-// current scaling, or delayed for /tensor schemes). validate(cfg) errors are thrown, as the CPU lab throws them.
+// Why `cfg` cannot train on the GPU (one line), or empty when it can: the build and the device.
+// validate(cfg) errors are thrown, as the CPU lab throws them.
 std::string training_unsupported(const TrainConfig& cfg);
+// Every scheme the CPU lab takes trains on the GPU too. The device's own kernels cover per-tensor, per-row
+// (channel:0), none and row blocks with amax or MX scales, current or delayed; the others (unsigned affine
+// integers, NVFP4's two-level and 16-bit block scales, ggml blocks, observer clips, per-column scales, tiles)
+// run the CPU's FakeQuant on a copy each step. This says which, in one line (empty: all on the device).
+std::string training_host_work(const TrainConfig& cfg);
 
 // The Trainer's loop (train/trainer.h: the same epochs, batches, metrics, callback and cancel contract) on
 // the GPU. `final_model`, when given, receives the trained layers (W, b; Wq for quantized weights).
@@ -94,7 +98,8 @@ struct OptimTrace {
 OptimTrace optimizer_trace_cuda(OptimizerKind kind, double lr, double momentum, double weight_decay,
                                 const GridOptimConfig& grid, std::size_t slot, const std::vector<float>& init,
                                 const std::vector<float>& model_init, const std::vector<std::vector<float>>& grads);
-// FakeQuant::apply (current scaling) of a rows x cols matrix on the device; codes and clipped as FakeQuant.
+// FakeQuant::apply (current scaling) of a rows x cols matrix on the device (or, for schemes without a
+// device path, on the host as training does); codes and clipped as FakeQuant.
 FakeQuantResult fake_quant_cuda(const Scheme& s, const float* x, std::size_t rows, std::size_t cols, float* y,
                                 uint16_t* codes, uint8_t* clipped, uint64_t seed);
 // A sequence of calls of one FakeQuant(s, mode, history) on the device (host pointers): delayed scaling's

@@ -40,6 +40,8 @@ std::string training_unsupported(const TrainConfig& cfg) {
   return device_info().message;
 }
 
+std::string training_host_work(const TrainConfig&) { return ""; }
+
 TrainResult train_cuda(const TrainConfig& cfg, std::shared_ptr<const Dataset>, std::shared_ptr<const Dataset>,
                        const Trainer::StepCallback&, const std::atomic<bool>*, std::vector<MlpLayer>*) {
   validate(cfg);
