@@ -22,6 +22,10 @@ struct Epi {
   const float* bias = nullptr;  // nullptr: +0.0f (as dequant_ref adds 0.0f, so -0 becomes +0)
   void* Y = nullptr;
   int M = 0, N = 0;
+  // Split-K with a fused epilogue (gemm_int8_sm90.cu): the zeroed int32 sums (M x N) and one arrival
+  // counter per tile; the last block of a tile to arrive dequantizes it.
+  int32_t* ws = nullptr;
+  unsigned* counters = nullptr;
 };
 
 // y = ((float(acc) * sa) * sb) + b, each step rounded to nearest once: the order of dequant_ref.

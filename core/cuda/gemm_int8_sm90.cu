@@ -202,6 +202,25 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     *reinterpret_cast<int2*>(Cs + (r + 8) * (C::BN + kCsPad) + c) = make_int2(acc[4 * j + 2], acc[4 * j + 3]);
   }
   __syncthreads();
+  if constexpr (O == kOutF32 || O == kOutF16) {
+    if (gridDim.y > 1) {  // split-K: add this block's part, and the tile's last block dequantizes the sum
+      Epi w = e;
+      w.Y = e.ws;
+      drain_tile<kOutI32Add, C::BN, C::kThreads, C::BM>(w, Cs, m0, n0);
+      __threadfence();  // the adds are visible before the arrival is counted
+      __syncthreads();
+      __shared__ int last;
+      if (threadIdx.x == 0) last = atomicAdd(e.counters + blockIdx.x, 1u) == gridDim.y - 1;
+      __syncthreads();
+      if (!last) return;
+      __threadfence();
+      for (int i = threadIdx.x; i < C::BM * C::BN; i += C::kThreads) {
+        const int rr = i / C::BN, cc = i % C::BN, gr = m0 + rr, gc = n0 + cc;
+        Cs[rr * (C::BN + kCsPad) + cc] = (gr < e.M && gc < e.N) ? __ldcg(e.ws + std::size_t(gr) * e.N + gc) : 0;
+      }
+      __syncthreads();
+    }
+  }
   drain_tile<O, C::BN, C::kThreads, C::BM>(e, Cs, m0, n0);
 #endif
 }
@@ -225,16 +244,9 @@ void launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e,
   kernel<<<dim3(unsigned(tiles), unsigned(splits)), C::kThreads, C::kSmem, s>>>(A, B, M, K, N, e);
 }
 
-// The epilogue of a split-K product: the summed int32 tile (ws) dequantized as drain_tile does, element by element.
-template <int O>
-__global__ void splitk_epilogue_kernel(const int32_t* __restrict__ ws, Epi e) {
-  const std::size_t n = std::size_t(e.M) * e.N;
-  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
-    store_one<O>(e, int(i / e.N), int(i % e.N), ws[i]);
-}
-
 // Split-K: the K slices are shared among `splits` blocks per tile whose int32 tiles add up in a zeroed
-// buffer (Y itself for int32 output, else a stream-ordered workspace dequantized afterwards).
+// buffer (Y itself for int32 output, else a stream-ordered workspace that the last block of each tile
+// dequantizes).
 template <typename C>
 void launch_out(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int out, int splits, cudaStream_t s) {
   if (splits > 1) {
@@ -244,15 +256,16 @@ void launch_out(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi
       launch<C, kOutI32Add>(A, B, M, K, N, e, splits, s);
       return;
     }
-    StreamScratch<int32_t> scratch(MN, s);  // scratch_pool: the default pool cost 60 instead of 24 us per call
-    int32_t* ws = scratch.ptr;
-    check(cudaMemsetAsync(ws, 0, MN * 4, s), "split-K zero");
+    // The sums and the tiles' arrival counters in one zeroed scratch block (scratch_pool keeps its memory:
+    // the default pool cost 60 instead of 24 us per call); the last block of each tile runs the epilogue.
+    const std::size_t tiles = std::size_t((M + C::BM - 1) / C::BM) * std::size_t((N + C::BN - 1) / C::BN);
+    StreamScratch<int32_t> scratch(MN + tiles, s);
+    check(cudaMemsetAsync(scratch.ptr, 0, (MN + tiles) * 4, s), "split-K zero");
     Epi w = e;
-    w.Y = ws;
-    launch<C, kOutI32Add>(A, B, M, K, N, w, splits, s);
-    const unsigned blocks = unsigned(std::min<std::size_t>((MN + 255) / 256, 4096));
-    if (out == kOutF32) splitk_epilogue_kernel<kOutF32><<<blocks, 256, 0, s>>>(ws, e);
-    else splitk_epilogue_kernel<kOutF16><<<blocks, 256, 0, s>>>(ws, e);
+    w.ws = scratch.ptr;
+    w.counters = reinterpret_cast<unsigned*>(scratch.ptr + MN);
+    if (out == kOutF32) launch<C, kOutF32>(A, B, M, K, N, w, splits, s);
+    else launch<C, kOutF16>(A, B, M, K, N, w, splits, s);
     return;
   }
   switch (out) {
