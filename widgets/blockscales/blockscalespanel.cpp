@@ -681,3 +681,10 @@ bool BlockScalesPanel::exportAll(const QString& dir, QString* error) {
          plotexport::exportAll(m_exponents, dir, QStringLiteral("block-scale-exponents"), [this] { return csv(); },
                                QStringLiteral("Chosen block scales"), error, QSize(900, 500));
 }
+
+QString BlockScalesPanel::reportStage() const { return QString(); }
+
+bool BlockScalesPanel::writeReportSection(const ReportSection::Context& ctx, QString* error) {
+  // The comparison, when one was computed.
+  return exportAll(ctx.dir, error);
+}

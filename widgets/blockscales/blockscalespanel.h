@@ -19,6 +19,7 @@
 #include "quant/error_view.h"
 #include "quant/scheme.h"
 #include "shared/tensordata.h"
+#include "shared/reportsection.h"
 
 class QComboBox;
 class QCustomPlot;
@@ -28,10 +29,14 @@ class QPushButton;
 class QTableWidget;
 class ElidedLabel;
 
-class BlockScalesPanel : public QWidget {
+class BlockScalesPanel : public QWidget, public ReportSection {
   Q_OBJECT
 
 public:
+  // ReportSection: this tab's part of File → Export report (shared/reportsection.h).
+  QString reportStage() const override;
+  bool writeReportSection(const ReportSection::Context& ctx, QString* error) override;
+
   enum class Family { Mx, Nvfp4 };
 
   // One rule's result on the tensor at the chosen block size.

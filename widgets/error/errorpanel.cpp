@@ -543,3 +543,11 @@ bool ErrorPanel::exportReport(const QString& dir, QString* error) {
   emit message(QStringLiteral("Error tab: exported %1 files to %2").arg(reportFiles().size()).arg(QDir::toNativeSeparators(dir)));
   return true;
 }
+
+QString ErrorPanel::reportStage() const { return QStringLiteral("error histograms"); }
+
+bool ErrorPanel::writeReportSection(const ReportSection::Context& ctx, QString* error) {
+  if (!exportReport(ctx.dir, error)) return false;
+  ctx.message(QStringLiteral("report: error-histogram written"));
+  return true;
+}

@@ -23,6 +23,7 @@
 #include "errorworker.h"
 #include "quant/error_view.h"
 #include "shared/tensordata.h"
+#include "shared/reportsection.h"
 
 class ErrorMetricsTable;
 class QCheckBox;
@@ -36,10 +37,14 @@ class ValueHistogramPlot;
 
 class QCustomPlot;
 
-class ErrorPanel : public QWidget {
+class ErrorPanel : public QWidget, public ReportSection {
   Q_OBJECT
 
 public:
+  // ReportSection: this tab's part of File → Export report (shared/reportsection.h).
+  QString reportStage() const override;
+  bool writeReportSection(const ReportSection::Context& ctx, QString* error) override;
+
   using ErrorMode = ErrorHistogramPlot::Mode;
 
   explicit ErrorPanel(QWidget* parent = nullptr);

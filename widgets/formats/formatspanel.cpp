@@ -161,3 +161,14 @@ QStringList FormatsPanel::compareSpecs() const {
 QString FormatsPanel::spec() const { return m_picker->spec(); }
 bool FormatsPanel::logScale() const { return m_logScale->isChecked(); }
 void FormatsPanel::setLogScale(bool on) { m_logScale->setChecked(on); }
+
+QString FormatsPanel::reportStage() const { return QStringLiteral("format grid"); }
+
+bool FormatsPanel::writeReportSection(const ReportSection::Context& ctx, QString* error) {
+  FormatGridPlot* grid = plot();
+  if (!plotexport::exportAll(grid, ctx.dir, QStringLiteral("format-grid"), [grid] { return grid->csv(); },
+                             QStringLiteral("Representable values of %1").arg(spec()), error, ctx.size))
+    return false;
+  ctx.message(QStringLiteral("report: format-grid written"));
+  return true;
+}

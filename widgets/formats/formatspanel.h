@@ -6,6 +6,7 @@
 #include <QWidget>
 
 #include "format/format.h"
+#include "shared/reportsection.h"
 
 class QCheckBox;
 class QComboBox;
@@ -14,10 +15,14 @@ class FormatGridPlot;
 class FormatPicker;
 class ValueInspector;
 
-class FormatsPanel : public QWidget {
+class FormatsPanel : public QWidget, public ReportSection {
   Q_OBJECT
 
 public:
+  // ReportSection: this tab's part of File → Export report (shared/reportsection.h).
+  QString reportStage() const override;
+  bool writeReportSection(const ReportSection::Context& ctx, QString* error) override;
+
   explicit FormatsPanel(QWidget* parent = nullptr);
 
   bool selectFormat(const QString& spec, QString* error = nullptr);

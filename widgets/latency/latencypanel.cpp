@@ -12,6 +12,7 @@
 
 #include <QComboBox>
 #include <QDir>
+#include <QEventLoop>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -33,6 +34,7 @@
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QThread>
+#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
@@ -633,4 +635,28 @@ void LatencyPanel::exportCsvInteractive() {
   QString error;
   if (!exportCsv(path, &error)) QMessageBox::warning(this, QStringLiteral("Export failed"), error);
   else showStatus(QStringLiteral("Exported %1 rows to %2").arg(m_rows.size()).arg(QDir::toNativeSeparators(path)));
+}
+
+QString LatencyPanel::reportStage() const { return QStringLiteral("latency (a short GEMM sweep)"); }
+
+bool LatencyPanel::writeReportSection(const ReportSection::Context& ctx, QString* error) {
+  // The rows already measured in the tab, or a short sweep (int8 vs fp32 at small sizes).
+  if (rows().empty()) {
+    QEventLoop loop;
+    QObject::connect(this, &LatencyPanel::sweepFinished, &loop, &QEventLoop::quit);
+    // The lines worth a figure: the fp32 baselines, our int8 kernel for this CPU, oneDNN's where built.
+    QStringList kernels;
+    for (const QString& k : availableKernels())
+      if (QStringList{"fp32-eigen", "fp32-onednn", "int8-onednn", "int8-vnni", "int8-avx2", "int8-vnni-e2e", "int8-avx2-e2e"}.contains(k))
+        kernels << k;
+    if (runSweep({64, 128, 256, 512}, kernels, 1)) {
+      QTimer::singleShot(120000, &loop, &QEventLoop::quit);
+      loop.exec();
+    }
+  }
+  for (const QString& suffix : plotexport::imageSuffixes())
+    if (!exportPlot(Plot::Time, QDir(ctx.dir).filePath(QStringLiteral("latency.") + suffix), error, ctx.size)) return false;
+  if (!exportCsv(QDir(ctx.dir).filePath(QStringLiteral("latency.csv")), error)) return false;
+  ctx.message(QStringLiteral("report: latency written"));
+  return true;
 }

@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "gemm/gemm_bench.h"
+#include "shared/reportsection.h"
 
 class QCustomPlot;
 class QCPGraph;
@@ -29,10 +30,14 @@ class QPushButton;
 class QSpinBox;
 class QToolButton;
 
-class LatencyPanel : public QWidget {
+class LatencyPanel : public QWidget, public ReportSection {
   Q_OBJECT
 
 public:
+  // ReportSection: this tab's part of File → Export report (shared/reportsection.h).
+  QString reportStage() const override;
+  bool writeReportSection(const ReportSection::Context& ctx, QString* error) override;
+
   enum class Plot { Time, Gops, Speedup };
   enum class Backend { Cpu, Cuda, Both };
 

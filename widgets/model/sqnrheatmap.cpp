@@ -719,3 +719,15 @@ bool SqnrHeatmap::exportTo(const QString& path, QString* error) {
 bool SqnrHeatmap::exportAll(const QString& dir, const QString& stem, QString* error) {
   return plotexport::exportAll(m_plot, dir, stem, [this] { return csv(); }, QStringLiteral("QuantScope SQNR heatmap"), error);
 }
+
+QString SqnrHeatmap::reportStage() const { return QString(); }
+
+bool SqnrHeatmap::writeReportSection(const ReportSection::Context& ctx, QString* error) {
+  // The map, when one was computed (finished: a running one is waited for).
+  if (filePath().isEmpty()) return true;
+  waitForFinished(-1);
+  if (tensorNames().isEmpty()) return true;
+  if (!exportAll(ctx.dir, QStringLiteral("sqnr-heatmap"), error)) return false;
+  ctx.message(QStringLiteral("report: sqnr-heatmap written"));
+  return true;
+}

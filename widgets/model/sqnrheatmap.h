@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "quant/scheme.h"
+#include "shared/reportsection.h"
 
 class QCPColorMap;
 class QCPColorScale;
@@ -32,10 +33,14 @@ class QComboBox;
 class QSpinBox;
 class QDoubleSpinBox;
 
-class SqnrHeatmap : public QWidget {
+class SqnrHeatmap : public QWidget, public ReportSection {
   Q_OBJECT
 
 public:
+  // ReportSection: this tab's part of File → Export report (shared/reportsection.h).
+  QString reportStage() const override;
+  bool writeReportSection(const ReportSection::Context& ctx, QString* error) override;
+
   struct Cell {
     bool computed = false;
     double sqnr_db = 0, mse = 0, max_abs_error = 0;

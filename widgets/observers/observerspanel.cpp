@@ -669,3 +669,13 @@ bool ObserversPanel::exportAll(const QString& dir, QString* error) {
   }
   return true;
 }
+
+QString ObserversPanel::reportStage() const { return QString(); }
+
+bool ObserversPanel::writeReportSection(const ReportSection::Context& ctx, QString* error) {
+  // The stream, when one ran.
+  if (batchesDone() == 0) return true;
+  if (!exportAll(ctx.dir, error)) return false;
+  ctx.message(QStringLiteral("report: observer trajectories written"));
+  return true;
+}

@@ -18,6 +18,7 @@
 
 #include "quant/observe_stream.h"
 #include "shared/tensordata.h"
+#include "shared/reportsection.h"
 
 class QCheckBox;
 class QComboBox;
@@ -30,10 +31,14 @@ class QSpinBox;
 class ElidedLabel;
 class FormatPicker;
 
-class ObserversPanel : public QWidget {
+class ObserversPanel : public QWidget, public ReportSection {
   Q_OBJECT
 
 public:
+  // ReportSection: this tab's part of File → Export report (shared/reportsection.h).
+  QString reportStage() const override;
+  bool writeReportSection(const ReportSection::Context& ctx, QString* error) override;
+
   enum class Plot { Scale, Sqnr, Clipped };
   static constexpr int kPlotCount = 3;
 

@@ -747,7 +747,7 @@ bool MainWindow::waitForIdle(int ms) {
 
 bool MainWindow::exportReport(const QString& dir, QString* error, bool interactive) {
   waitForIdle(120000);
-  ReportWriter writer(this);
+  ReportWriter writer(reportSections());
   connect(&writer, &ReportWriter::message, this, &MainWindow::log);
   std::unique_ptr<QProgressDialog> dialog;
   if (interactive) {
@@ -765,6 +765,17 @@ bool MainWindow::exportReport(const QString& dir, QString* error, bool interacti
   const bool ok = writer.write(dir, error);
   if (ok) log(QStringLiteral("Report written to %1").arg(QDir::toNativeSeparators(dir)));
   return ok;
+}
+
+QList<ReportSection*> MainWindow::reportSections() {
+  return {m_formats, m_error, m_heatmap, m_blockScales, m_observers, m_training, m_latency, this};
+}
+
+QString MainWindow::reportStage() const { return QStringLiteral("settings.json"); }
+
+bool MainWindow::writeReportSection(const ReportSection::Context& ctx, QString* error) {
+  const QByteArray json = QJsonDocument(currentSettings().toJson()).toJson();
+  return plotexport::writeFileAtomic(QDir(ctx.dir).filePath(QStringLiteral("settings.json")), json, error);
 }
 
 void MainWindow::exportReportInteractive() {

@@ -9,6 +9,7 @@
 #include <QMainWindow>
 #include <QStringList>
 
+#include "shared/reportsection.h"
 #include "shared/tensordata.h"
 #include "viewsettings.h"
 
@@ -31,7 +32,7 @@ class SetupDock;
 class SqnrHeatmap;
 class TrainingPanel;
 
-class MainWindow : public QMainWindow {
+class MainWindow : public QMainWindow, public ReportSection {
   Q_OBJECT
 
 public:
@@ -58,6 +59,11 @@ public:
   // Writes the report folder (see reportwriter.h). Waits for running work first.
   // With `interactive`, a progress dialog names the stage and offers Cancel.
   bool exportReport(const QString& dir, QString* error = nullptr, bool interactive = false);
+  // What the report writes, in order: each tab's section (Formats, Error, Model, Block scales, Observers,
+  // Training, Latency), then this window's, settings.json (the view, reloadable with --settings).
+  QList<ReportSection*> reportSections();
+  QString reportStage() const override;
+  bool writeReportSection(const ReportSection::Context& ctx, QString* error) override;
   // Spins the event loop until data loading and the Error tab are idle; false on timeout.
   bool waitForIdle(int ms);
   // Messages go to the log dock with a time stamp (and to stderr in headless runs).

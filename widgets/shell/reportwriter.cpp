@@ -2,24 +2,12 @@
 #include "reportwriter.h"
 
 #include <QDir>
-#include <QEventLoop>
 #include <QFileInfo>
-#include <QJsonDocument>
 #include <QTemporaryDir>
-#include <QTimer>
 
-#include "error/errorpanel.h"
-#include "formats/formatgridplot.h"
-#include "formats/formatspanel.h"
-#include "latency/latencypanel.h"
-#include "mainwindow.h"
-#include "blockscales/blockscalespanel.h"
-#include "observers/observerspanel.h"
-#include "shared/plotexport.h"
-#include "model/sqnrheatmap.h"
-#include "training/trainingpanel.h"
+#include "shared/reportsection.h"
 
-ReportWriter::ReportWriter(MainWindow* window) : m_window(window) {}
+ReportWriter::ReportWriter(QList<ReportSection*> sections) : m_sections(std::move(sections)) {}
 
 QStringList ReportWriter::stems() {
   return {QStringLiteral("format-grid"), QStringLiteral("error-histogram"), QStringLiteral("flip-counts"),
@@ -68,71 +56,20 @@ bool ReportWriter::write(const QString& dir, QString* error) {
 }
 
 bool ReportWriter::writeInto(const QString& tmp, QString* error) {
-  const QSize size(1200, 700);
-  auto stage = [&](int k, const QString& what) {
-    emit progressed(k, 5, what);
-    if (!m_cancelled) return true;
-    if (error) *error = QStringLiteral("report cancelled; nothing was written");
-    return false;
-  };
-  if (!stage(0, QStringLiteral("format grid"))) return false;
-  FormatsPanel* formats = m_window->formatsPanel();
-  FormatGridPlot* grid = formats->plot();
-  if (!plotexport::exportAll(grid, tmp, QStringLiteral("format-grid"), [grid] { return grid->csv(); },
-                             QStringLiteral("Representable values of %1").arg(formats->spec()), error, size))
-    return false;
-  emit message(QStringLiteral("report: format-grid written"));
-  if (!stage(1, QStringLiteral("error histograms"))) return false;
-
-  if (!m_window->errorPanel()->exportReport(tmp, error)) return false;
-  emit message(QStringLiteral("report: error-histogram written"));
-  // The Model tab's heatmap, when one was computed (finished: a running one is waited for).
-  SqnrHeatmap* heatmap = m_window->heatmap();
-  if (!heatmap->filePath().isEmpty()) {
-    heatmap->waitForFinished(-1);
-    if (!heatmap->tensorNames().isEmpty()) {
-      if (!heatmap->exportAll(tmp, QStringLiteral("sqnr-heatmap"), error)) return false;
-      emit message(QStringLiteral("report: sqnr-heatmap written"));
+  int stages = 0;
+  for (const ReportSection* s : m_sections) stages += !s->reportStage().isEmpty();
+  const ReportSection::Context context{tmp, QSize(1200, 700), [this](const QString& text) { emit message(text); }};
+  int k = 0;
+  for (ReportSection* section : m_sections) {
+    const QString what = section->reportStage();
+    if (!what.isEmpty()) {
+      emit progressed(k++, stages, what);
+      if (m_cancelled) {
+        if (error) *error = QStringLiteral("report cancelled; nothing was written");
+        return false;
+      }
     }
+    if (!section->writeReportSection(context, error)) return false;
   }
-  // The Block scales tab's comparison, when one was computed.
-  if (!m_window->blockScalesPanel()->exportAll(tmp, error)) return false;
-  // The Observers tab's stream, when one ran.
-  if (m_window->observersPanel()->batchesDone() > 0) {
-    if (!m_window->observersPanel()->exportAll(tmp, error)) return false;
-    emit message(QStringLiteral("report: observer trajectories written"));
-  }
-  if (!stage(2, QStringLiteral("training figures"))) return false;
-
-  // The runs the user trained; a short synthetic run only when there are none.
-  bool usedRuns = false;
-  if (!m_window->trainingPanel()->writeReport(tmp, error, &usedRuns)) return false;
-  emit message(usedRuns ? QStringLiteral("report: the training tab's runs written")
-                        : QStringLiteral("report: flip-counts written (a short synthetic run: no run was trained)"));
-  if (!stage(3, QStringLiteral("latency (a short GEMM sweep)"))) return false;
-
-  // Latency: the rows already measured in the tab, or a short sweep (int8 vs fp32 at small sizes).
-  LatencyPanel* latency = m_window->latencyPanel();
-  if (latency->rows().empty()) {
-    QEventLoop loop;
-    QObject::connect(latency, &LatencyPanel::sweepFinished, &loop, &QEventLoop::quit);
-    // The lines worth a figure: the fp32 baselines, our int8 kernel for this CPU, oneDNN's where built.
-    QStringList kernels;
-    for (const QString& k : latency->availableKernels())
-      if (QStringList{"fp32-eigen", "fp32-onednn", "int8-onednn", "int8-vnni", "int8-avx2", "int8-vnni-e2e", "int8-avx2-e2e"}.contains(k))
-        kernels << k;
-    if (latency->runSweep({64, 128, 256, 512}, kernels, 1)) {
-      QTimer::singleShot(120000, &loop, &QEventLoop::quit);
-      loop.exec();
-    }
-  }
-  for (const QString& suffix : plotexport::imageSuffixes())
-    if (!latency->exportPlot(LatencyPanel::Plot::Time, QDir(tmp).filePath(QStringLiteral("latency.") + suffix), error, size))
-      return false;
-  if (!latency->exportCsv(QDir(tmp).filePath(QStringLiteral("latency.csv")), error)) return false;
-  emit message(QStringLiteral("report: latency written"));
-  if (!stage(4, QStringLiteral("settings.json"))) return false;
-
-  const QByteArray json = QJsonDocument(m_window->currentSettings().toJson()).toJson();
-  return plotexport::writeFileAtomic(QDir(tmp).filePath(QStringLiteral("settings.json")), json, error);
+  return true;
 }

@@ -3,20 +3,24 @@
 // Files: format-grid, error-histogram (+ value-histogram, metrics.csv), flip-counts (a short built-in
 // training run), latency (a short CPU GEMM sweep). All or nothing: the files are written into a
 // temporary folder beside DIR and moved in only when every one of them succeeded.
+// The files come from the sections it is given (shared/reportsection.h: each tab writes its own, the
+// window adds settings.json); the writer knows no panel.
 // Exercise: `QT_QPA_PLATFORM=offscreen quantscope --report /tmp/r --preset mx-fp4`, tests/tst_mainwindow.cpp.
 #pragma once
 
+#include <QList>
 #include <QObject>
 #include <QString>
 #include <QStringList>
 
-class MainWindow;
+class ReportSection;
 
 class ReportWriter : public QObject {
   Q_OBJECT
 
 public:
-  explicit ReportWriter(MainWindow* window);
+  // The sections in report order (MainWindow::reportSections()); they must outlive write().
+  explicit ReportWriter(QList<ReportSection*> sections);
 
   // Writes into `dir` (created when missing; files of the same names are replaced). false with
   // *error naming the path and the reason; nothing is left behind then.
@@ -38,7 +42,7 @@ signals:
 private:
   bool writeInto(const QString& tmp, QString* error);
 
-  MainWindow* m_window;
+  QList<ReportSection*> m_sections;
   QStringList m_written;
   bool m_cancelled = false;
 };

@@ -738,3 +738,14 @@ bool TrainingPanel::writeFlipCountsReport(const QString& dir, QString* error) {
   return plotexport::exportAll(p, dir, TrainingPlots::stem(Plot::Flips), [&plots] { return plots.csv(Plot::Flips); },
                                plots.title(Plot::Flips), error, QSize(1200, 700));
 }
+
+QString TrainingPanel::reportStage() const { return QStringLiteral("training figures"); }
+
+bool TrainingPanel::writeReportSection(const ReportSection::Context& ctx, QString* error) {
+  // The runs the user trained; a short synthetic run only when there are none.
+  bool usedRuns = false;
+  if (!writeReport(ctx.dir, error, &usedRuns)) return false;
+  ctx.message(usedRuns ? QStringLiteral("report: the training tab's runs written")
+                       : QStringLiteral("report: flip-counts written (a short synthetic run: no run was trained)"));
+  return true;
+}

@@ -20,6 +20,7 @@
 
 #include "trainingplots.h"
 #include "train/trainer.h"
+#include "shared/reportsection.h"
 
 class QCheckBox;
 class QComboBox;
@@ -34,10 +35,14 @@ class QSpinBox;
 class QToolButton;
 struct TrainingRun;
 
-class TrainingPanel : public QWidget {
+class TrainingPanel : public QWidget, public ReportSection {
   Q_OBJECT
 
 public:
+  // ReportSection: this tab's part of File → Export report (shared/reportsection.h).
+  QString reportStage() const override;
+  bool writeReportSection(const ReportSection::Context& ctx, QString* error) override;
+
   using Plot = TrainingPlots::Plot;
 
   explicit TrainingPanel(QWidget* parent = nullptr);
