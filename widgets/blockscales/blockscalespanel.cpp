@@ -14,7 +14,6 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QMenu>
-#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSplitter>
@@ -23,7 +22,6 @@
 #include <QThread>
 #include <QTimer>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <qcustomplot.h>
 
@@ -170,17 +168,13 @@ BlockScalesPanel::Result BlockScalesPanel::run(const TensorData& t, Family f, co
 
 BlockScalesPanel::BlockScalesPanel(QWidget* parent) : QWidget(parent) {
   buildUi();
-  connect(&m_watcher, &QFutureWatcher<Result>::finished, this, &BlockScalesPanel::onFinished);
+  connect(&m_job, &JobRunnerBase::progressRangeChanged, m_progress, &QProgressBar::setRange);
+  connect(&m_job, &JobRunnerBase::progressValueChanged, m_progress, &QProgressBar::setValue);
+  connect(&m_job, &JobRunnerBase::finished, this, &BlockScalesPanel::onFinished);
   setStatus(QStringLiteral("The scale rules of one block-scheme family, side by side on the current tensor."));
 }
 
-BlockScalesPanel::~BlockScalesPanel() {
-  if (m_busy) {
-    m_cancel->store(true);
-    m_watcher.disconnect(this);
-    m_watcher.waitForFinished();
-  }
-}
+BlockScalesPanel::~BlockScalesPanel() { m_job.cancelAndWait(); }
 
 void BlockScalesPanel::buildUi() {
   m_familyBox = new QComboBox;
@@ -399,7 +393,7 @@ void BlockScalesPanel::setTensor(const TensorData& tensor) {
 
 void BlockScalesPanel::showEvent(QShowEvent* event) {
   QWidget::showEvent(event);
-  if (m_stale && !m_busy) compute();
+  if (m_stale && !isBusy()) compute();
 }
 
 bool BlockScalesPanel::setFamily(Family f, const QString& element, int block, QString* error) {
@@ -421,42 +415,35 @@ QString BlockScalesPanel::element() const { return m_elementBox->currentText(); 
 int BlockScalesPanel::blockSize() const { return m_blockBox->currentData().toInt(); }
 
 void BlockScalesPanel::compute() {
-  if (m_busy) {
+  if (isBusy()) {
     // The running computation stops (within one block row); this one starts when it has.
-    m_cancel->store(true);
+    m_job.cancel();
     m_pending = true;
     return;
   }
   m_pending = false;
   m_stale = false;
-  m_cancel = std::make_shared<std::atomic<bool>>(false);
   const TensorData t = m_tensor;
   const Family f = Family(m_familyBox->currentIndex());
   const QString element = m_elementBox->currentText();
   const int block = m_blockBox->currentData().toInt();
-  auto cancel = m_cancel;
-  QPointer<QProgressBar> bar(m_progress);
-  m_busy = true;
   emit busyChanged(true);
   m_cancelButton->setEnabled(true);
   m_progress->setRange(0, 0);
   m_progress->setVisible(true);
   setStatus(QStringLiteral("Computing %1 rules on %2 …").arg(f == Family::Mx ? 4 : 2).arg(t.name.isEmpty() ? QStringLiteral("no tensor") : elide::middle(t.name, 80)));
-  m_watcher.setFuture(QtConcurrent::run([t, f, element, block, cancel, bar] {
-    return run(t, f, element, block, *cancel, [bar](int done, int total) {
-      QMetaObject::invokeMethod(bar, [bar, done, total] {
-        if (bar) bar->setRange(0, total), bar->setValue(done);
-      }, Qt::QueuedConnection);
-    });
-  }));
+  m_job.start([t, f, element, block](JobRunner<std::monostate, Result>::Sink& sink) {
+    sink.setResult(run(t, f, element, block, *sink.cancelFlag(), [&sink](int done, int total) {
+      sink.setProgressRange(0, total);
+      sink.setProgressValue(done);
+    }));
+  });
 }
 
-void BlockScalesPanel::cancel() {
-  if (m_busy && m_cancel) m_cancel->store(true);
-}
+void BlockScalesPanel::cancel() { m_job.cancel(); }
 
 bool BlockScalesPanel::waitForIdle(int ms) {
-  if (!m_busy) return true;
+  if (!isBusy()) return true;
   QEventLoop loop;
   QTimer timeout;
   timeout.setSingleShot(true);
@@ -466,12 +453,16 @@ bool BlockScalesPanel::waitForIdle(int ms) {
   connect(&timeout, &QTimer::timeout, &loop, &QEventLoop::quit);
   timeout.start(ms);
   loop.exec();
-  return !m_busy;
+  return !isBusy();
 }
 
 void BlockScalesPanel::onFinished() {
-  Result r = m_watcher.result();
-  m_busy = false;
+  std::optional<Result> got = m_job.takeResult();
+  Result r = got ? std::move(*got) : Result{};
+  if (!got) {  // the job threw, or was cancelled before its worker started (a superseded request)
+    r.error = m_job.error();
+    r.cancelled = r.error.isEmpty();
+  }
   if (m_pending) {  // superseded: the new request runs now, the old result is dropped
     compute();
     return;

@@ -9,7 +9,6 @@
 // and their clipped counts add up to the engine's own (checked by tests/tst_blockscalespanel.cpp).
 #pragma once
 
-#include <QFutureWatcher>
 #include <QWidget>
 
 #include <atomic>
@@ -18,6 +17,7 @@
 
 #include "quant/error_view.h"
 #include "quant/scheme.h"
+#include "shared/jobrunner.h"
 #include "shared/tensordata.h"
 #include "shared/reportsection.h"
 
@@ -73,7 +73,7 @@ public:
 
   void compute();
   void cancel();
-  bool isBusy() const { return m_busy; }
+  bool isBusy() const { return m_job.isRunning(); }
   bool waitForIdle(int ms);
   const Result* result() const { return m_result.get(); }
 
@@ -112,10 +112,8 @@ private:
 
   TensorData m_tensor;
   bool m_stale = true;
-  bool m_busy = false;
   bool m_pending = false;  // compute() was asked while busy: runs again when the old one has stopped
-  std::shared_ptr<std::atomic<bool>> m_cancel;
-  QFutureWatcher<Result> m_watcher;
+  JobRunner<std::monostate, Result> m_job;  // run() on a worker: progress and Cancel, no rows
   std::unique_ptr<Result> m_result;
   int m_mapRule = 0, m_mapQuantity = 0;
 

@@ -18,7 +18,6 @@
 #include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <qcustomplot.h>
 
@@ -101,9 +100,9 @@ ConventionsPanel::ConventionsPanel(QWidget* parent) : QWidget(parent) {
     recompute();
   });
   connect(m_list, &QListWidget::itemChanged, this, &ConventionsPanel::recompute);
-  connect(&m_watcher, &QFutureWatcher<std::shared_ptr<qs::ConventionComparison>>::finished, this, [this] {
-    const auto r = m_watcher.result();
-    if (m_watcher.property("generation").toInt() != m_generation) return startTensor();  // stale
+  connect(&m_job, &JobRunnerBase::finished, this, [this] {
+    const std::shared_ptr<qs::ConventionComparison> r = m_job.takeResult().value_or(nullptr);
+    if (m_jobGeneration != m_generation) return startTensor();  // stale
     if (!r) {
       m_tensorLine->setText(QStringLiteral("Current tensor %1: not compared (the conventions do not fit it)").arg(m_tensor.name));
       return;
@@ -132,7 +131,7 @@ ConventionsPanel::ConventionsPanel(QWidget* parent) : QWidget(parent) {
   setComparison(QStringLiteral("e4m3fn"), {QStringLiteral("ml_dtypes"), QStringLiteral("satfinite"), QStringLiteral("qpytorch")});
 }
 
-ConventionsPanel::~ConventionsPanel() { m_watcher.waitForFinished(); }
+ConventionsPanel::~ConventionsPanel() { m_job.cancelAndWait(); }
 
 void ConventionsPanel::fillConventionList() {
   const QSignalBlocker quiet(m_list);  // the caller recomputes once the list is set
@@ -325,7 +324,7 @@ void ConventionsPanel::fillTable() {
 
 void ConventionsPanel::startTensor() {
   ++m_generation;
-  if (m_watcher.isRunning()) return;  // the finished handler starts the current one
+  if (m_job.isRunning()) return;  // the finished handler starts the current one
   if (m_tensor.isEmpty() || !m_probe) {
     m_tensorLine->setText(m_tensor.isEmpty() ? QStringLiteral("No current tensor: load one (File → Open) or pick a demo")
                                              : QString());
@@ -336,15 +335,17 @@ void ConventionsPanel::startTensor() {
   std::vector<std::string> names;
   for (const QString& s : checkedConventions()) names.push_back(s.toStdString());
   m_tensorLine->setText(QStringLiteral("Current tensor %1: comparing…").arg(m_tensor.name));
-  m_watcher.setProperty("generation", m_generation);
-  m_watcher.setFuture(QtConcurrent::run([values, fmt, names]() -> std::shared_ptr<qs::ConventionComparison> {
+  m_jobGeneration = m_generation;
+  m_job.start([values, fmt, names](JobRunner<std::monostate, std::shared_ptr<qs::ConventionComparison>>::Sink& sink) {
+    std::shared_ptr<qs::ConventionComparison> r;
     try {
       const std::size_t n = std::min(values->size(), kTensorCap);
-      return std::make_shared<qs::ConventionComparison>(qs::compare_conventions(qs::parse_format(fmt), names, values->data(), n));
+      r = std::make_shared<qs::ConventionComparison>(qs::compare_conventions(qs::parse_format(fmt), names, values->data(), n));
     } catch (const std::exception&) {
-      return nullptr;
+      r = nullptr;  // the line says "not compared"
     }
-  }));
+    sink.setResult(std::move(r));
+  });
 }
 
 QByteArray ConventionsPanel::csv() const {
@@ -371,7 +372,7 @@ void ConventionsPanel::exportInteractive() {
 bool ConventionsPanel::waitForIdle(int ms) {
   QElapsedTimer t;
   t.start();
-  while (m_watcher.isRunning() && t.elapsed() < ms) QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+  while (m_job.isRunning() && t.elapsed() < ms) QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
   QCoreApplication::processEvents();
-  return !m_watcher.isRunning();
+  return !m_job.isRunning();
 }

@@ -5,12 +5,12 @@
 // convention's SQNR there (computed off the UI thread).
 #pragma once
 
-#include <QFutureWatcher>
 #include <QWidget>
 
 #include <memory>
 
 #include "format/convention.h"
+#include "shared/jobrunner.h"
 #include "shared/tensordata.h"
 
 class QComboBox;
@@ -64,6 +64,8 @@ private:
   QTableWidget* m_table = nullptr;
   TensorData m_tensor;
   std::unique_ptr<qs::ConventionComparison> m_probe, m_tensorResult;
-  QFutureWatcher<std::shared_ptr<qs::ConventionComparison>> m_watcher;
-  int m_generation = 0;
+  // The current tensor's comparison on a worker (one result, null when the conventions do not fit it).
+  JobRunner<std::monostate, std::shared_ptr<qs::ConventionComparison>> m_job;
+  int m_generation = 0;     // bumped by every request
+  int m_jobGeneration = 0;  // the request the job in flight answers
 };

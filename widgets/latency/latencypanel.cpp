@@ -1,6 +1,6 @@
-// LatencyPanel: backend/kernel/size/thread controls, a QtConcurrent sweep over qs::bench_gemm_cpu (and
-// qs::cuda::bench_gemm_cuda with a GPU) whose rows stream into three log-log plots through a ~40 ms
-// coalescing timer, and atomic PNG/PDF/SVG/CSV export.
+// LatencyPanel: backend/kernel/size/thread controls, a sweep over qs::bench_gemm_cpu (and
+// qs::cuda::bench_gemm_cuda with a GPU) on a JobRunner whose rows stream into three log-log plots coalesced
+// every ~40 ms, and atomic PNG/PDF/SVG/CSV export through plotexport.
 // Exercise: the Latency tab of `quantscope`, `QT_QPA_PLATFORM=offscreen ./build/tst_latencypanel`.
 #include "latencypanel.h"
 #include "shared/theme.h"
@@ -23,24 +23,15 @@
 #include <QListWidget>
 #include <QMenu>
 #include <QMessageBox>
-#include <QPageLayout>
-#include <QPdfWriter>
-#include <QPointer>
 #include <QProgressBar>
-#include <QPromise>
 #include <QPushButton>
 #include <QRegularExpression>
-#include <QSaveFile>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QThread>
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
-#ifdef QS_HAVE_QTSVG
-#include <QSvgGenerator>
-#endif
 
 #include <qcustomplot.h>
 
@@ -98,31 +89,23 @@ bool alwaysOn(const QString& k) {
 
 }  // namespace
 
-LatencyPanel::LatencyPanel(QWidget* parent) : QWidget(parent), m_shared(std::make_shared<Shared>()) {
+LatencyPanel::LatencyPanel(QWidget* parent) : QWidget(parent) {
   buildUi();
-  m_coalesce.setSingleShot(true);
-  m_coalesce.setInterval(40);
-  connect(&m_coalesce, &QTimer::timeout, this, &LatencyPanel::flushRows);
-  connect(&m_watcher, &QFutureWatcher<void>::progressRangeChanged, m_progress, &QProgressBar::setRange);
-  connect(&m_watcher, &QFutureWatcher<void>::progressValueChanged, m_progress, &QProgressBar::setValue);
-  connect(&m_watcher, &QFutureWatcher<void>::finished, this, &LatencyPanel::onFinished);
+  connect(&m_job, &JobRunnerBase::rowsReady, this, &LatencyPanel::flushRows);
+  connect(&m_job, &JobRunnerBase::progressRangeChanged, m_progress, &QProgressBar::setRange);
+  connect(&m_job, &JobRunnerBase::progressValueChanged, m_progress, &QProgressBar::setValue);
+  connect(&m_job, &JobRunnerBase::finished, this, &LatencyPanel::onFinished);
   resetPlots({}, threads());
 }
 
-LatencyPanel::~LatencyPanel() {
-  if (m_running) {
-    m_watcher.disconnect(this);
-    m_watcher.cancel();
-    m_watcher.waitForFinished();
-  }
-}
+LatencyPanel::~LatencyPanel() { m_job.cancelAndWait(); }
 
 bool LatencyPanel::cudaAvailable() { return qs::cuda::device_info().available; }
 
 QString LatencyPanel::cudaStatus() { return QString::fromStdString(qs::cuda::device_info().message); }
 
 bool LatencyPanel::setBackend(Backend b) {
-  if (m_running || (b != Backend::Cpu && !cudaAvailable())) return false;
+  if (isRunning() || (b != Backend::Cpu && !cudaAvailable())) return false;
   m_backend = b;
   if (m_backendCombo && m_backendCombo->currentIndex() != int(b)) {
     const QSignalBlocker block(m_backendCombo);
@@ -375,7 +358,7 @@ void LatencyPanel::run() {
 }
 
 bool LatencyPanel::runSweep(const QList<int>& sizeList, const QStringList& kernelList, int threadCount) {
-  if (m_running) {
+  if (isRunning()) {
     showStatus(QStringLiteral("A sweep is already running"), true);
     return false;
   }
@@ -419,8 +402,6 @@ bool LatencyPanel::runSweep(const QList<int>& sizeList, const QStringList& kerne
   const bool runCpu = !cfg.kernels.empty(), runGpu = !gpu.kernels.empty();
 
   m_rows.clear();
-  m_shared = std::make_shared<Shared>();
-  m_cancelled = false;
   m_sweepThreads = threadCount;
   resetPlots(kernels, threadCount);
   m_progress->setRange(0, int(s.size() * kernels.size()));
@@ -431,51 +412,32 @@ bool LatencyPanel::runSweep(const QList<int>& sizeList, const QStringList& kerne
                  .arg(s.size())
                  .arg(threadCount));
 
-  std::shared_ptr<Shared> shared = m_shared;
-  QPointer<LatencyPanel> self(this);
-  auto job = [cfg, gpu, runCpu, runGpu, shared, self](QPromise<void>& promise) {
-    auto onRow = [&](const qs::BenchGemmRow& row) {
-      {
-        QMutexLocker lock(&shared->mutex);
-        shared->pending.push_back(row);
-      }
-      // The panel waits for this job in its destructor, so it outlives the call; the timer coalesces.
-      QMetaObject::invokeMethod(self.data(), [self] {
-        if (self && !self->m_coalesce.isActive()) self->m_coalesce.start();
-      }, Qt::QueuedConnection);
-    };
+  m_job.start([cfg, gpu, runCpu, runGpu](JobRunner<qs::BenchGemmRow>::Sink& sink) {
+    auto onRow = [&](const qs::BenchGemmRow& row) { sink.post(row); };
     // The CPU part first, then the GPU part; progress counts kernel runs of both.
     const std::size_t cpuRuns = runCpu ? cfg.shapes.size() * cfg.kernels.size() : 0;
     const std::size_t gpuRuns = runGpu ? gpu.shapes.size() * gpu.kernels.size() : 0;
     std::size_t offset = 0;
     auto progress = [&](std::size_t done, std::size_t) {
-      promise.setProgressRange(0, int(cpuRuns + gpuRuns));
-      promise.setProgressValue(int(offset + done));
-      return !promise.isCanceled();
+      sink.setProgressRange(0, int(cpuRuns + gpuRuns));
+      sink.setProgressValue(int(offset + done));
+      return !sink.isCanceled();
     };
-    try {
-      if (runCpu) qs::bench_gemm_cpu(cfg, onRow, progress);
-      offset = cpuRuns;
+    if (runCpu) qs::bench_gemm_cpu(cfg, onRow, progress);
+    offset = cpuRuns;
 #if defined(QS_HAVE_CUDA)
-      if (runGpu && !promise.isCanceled()) qs::cuda::bench_gemm_cuda(gpu, onRow, {}, progress);
+    if (runGpu && !sink.isCanceled()) qs::cuda::bench_gemm_cuda(gpu, onRow, {}, progress);
 #endif
-    } catch (const std::exception& e) {
-      QMutexLocker lock(&shared->mutex);
-      shared->error = QString::fromUtf8(e.what());
-    }
-  };
-  m_running = true;
-  m_watcher.setFuture(QtConcurrent::run(job));
+  });
   emit sweepStarted();
   return true;
 }
 
 void LatencyPanel::cancel() {
-  if (!m_running || m_cancelled) return;
-  m_cancelled = true;
+  if (!isRunning() || m_job.isCancelled()) return;
+  m_job.cancel();
   m_cancelButton->setEnabled(false);
   showStatus(QStringLiteral("Cancelling after the kernel being timed…"));
-  m_watcher.cancel();
 }
 
 void LatencyPanel::resetPlots(const QStringList& kernels, int threadCount) {
@@ -504,11 +466,7 @@ void LatencyPanel::resetPlots(const QStringList& kernels, int threadCount) {
 }
 
 void LatencyPanel::flushRows() {
-  std::vector<qs::BenchGemmRow> fresh;
-  {
-    QMutexLocker lock(&m_shared->mutex);
-    fresh.swap(m_shared->pending);
-  }
+  const std::vector<qs::BenchGemmRow> fresh = m_job.takeRows();
   if (fresh.empty()) return;
   for (const qs::BenchGemmRow& r : fresh) {
     m_rows.push_back(r);
@@ -563,19 +521,12 @@ void LatencyPanel::rescale() {
   }
 }
 
-void LatencyPanel::onFinished() {
-  m_coalesce.stop();
-  flushRows();
-  m_running = false;
+void LatencyPanel::onFinished() {  // the last rows are plotted already (JobRunner's final rowsReady)
   setControlsRunning(false);
-  QString error;
-  {
-    QMutexLocker lock(&m_shared->mutex);
-    error = m_shared->error;
-  }
+  const QString error = m_job.error();
   if (!error.isEmpty()) {
     showStatus(QStringLiteral("Stopped: %1").arg(error), true);
-  } else if (m_cancelled) {
+  } else if (m_job.isCancelled()) {
     showStatus(QStringLiteral("Cancelled after %1 row%2").arg(m_rows.size()).arg(m_rows.size() == 1 ? "" : "s"));
   } else {
     m_progress->setValue(m_progress->maximum());

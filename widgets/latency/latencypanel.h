@@ -6,17 +6,15 @@
 // Exercise: the Latency tab of `quantscope`, or `QT_QPA_PLATFORM=offscreen ./build/tst_latencypanel`.
 #pragma once
 
-#include <QFutureWatcher>
 #include <QList>
-#include <QMutex>
 #include <QStringList>
-#include <QTimer>
 #include <QVector>
 #include <QWidget>
 
 #include <memory>
 
 #include "gemm/gemm_bench.h"
+#include "shared/jobrunner.h"
 #include "shared/reportsection.h"
 
 class QCustomPlot;
@@ -60,7 +58,7 @@ public:
   QList<int> sizes(QString* error = nullptr) const;
   int threads() const;
 
-  bool isRunning() const { return m_running; }
+  bool isRunning() const { return m_job.isRunning(); }
   // Rows measured by the last sweep (also while it runs, up to the last coalesced update).
   const std::vector<qs::BenchGemmRow>& rows() const { return m_rows; }
   QString statusText() const;
@@ -90,12 +88,6 @@ signals:
   void sweepFinished();
 
 private:
-  struct Shared {  // the worker's side: rows not yet plotted, and the error that ended the sweep
-    QMutex mutex;
-    std::vector<qs::BenchGemmRow> pending;
-    QString error;
-  };
-
   void buildUi();
   QCustomPlot* makePlot(const QString& title, const QString& yLabel);
   void resetPlots(const QStringList& kernels, int threads);
@@ -120,11 +112,7 @@ private:
   ElidedLabel* m_status = nullptr;
   QCustomPlot* m_plots[3] = {nullptr, nullptr, nullptr};
 
-  QFutureWatcher<void> m_watcher;
-  std::shared_ptr<Shared> m_shared;
-  QTimer m_coalesce;  // ~40 ms: rows arriving close together become one replot
-  bool m_running = false;
-  bool m_cancelled = false;
+  JobRunner<qs::BenchGemmRow> m_job;  // the sweep: rows stream in, coalesced into one replot per ~40 ms
   std::vector<qs::BenchGemmRow> m_rows;
   QStringList m_plotted;  // kernels with graphs, in graph order
   int m_sweepThreads = 1;

@@ -1,5 +1,5 @@
-// SqnrHeatmap: qs::analyze_file on a QtConcurrent worker (QPromise for progress and Cancel), cells
-// streamed into a QCPColorMap through a ~40 ms coalescing timer, tensor and scheme names as axis labels.
+// SqnrHeatmap: qs::analyze_file on a worker (shared/jobrunner.h: progress and Cancel), cells streamed
+// into a QCPColorMap coalesced every ~40 ms, tensor and scheme names as axis labels.
 // Exercise: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_sqnrheatmap` (writes /tmp/qs-sqnrheatmap.png).
 #include "io/csv.h"
 #include "sqnrheatmap.h"
@@ -21,15 +21,12 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMenu>
-#include <QPointer>
 #include <QProgressBar>
-#include <QPromise>
 #include <QPushButton>
 #include <QThread>
 #include <QToolButton>
 #include <QToolTip>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <qcustomplot.h>
 
@@ -85,27 +82,19 @@ QByteArray csvField(const QString& s) { return QByteArray::fromStdString(qs::csv
 
 }  // namespace
 
-SqnrHeatmap::SqnrHeatmap(QWidget* parent) : QWidget(parent), m_shared(std::make_shared<Shared>()) {
+SqnrHeatmap::SqnrHeatmap(QWidget* parent) : QWidget(parent) {
   buildUi();
-  m_coalesce.setSingleShot(true);
-  m_coalesce.setInterval(40);
-  connect(&m_coalesce, &QTimer::timeout, this, &SqnrHeatmap::flush);
-  connect(&m_watcher, &QFutureWatcher<void>::progressRangeChanged, m_progress, &QProgressBar::setRange);
-  connect(&m_watcher, &QFutureWatcher<void>::progressValueChanged, this, [this](int v) {
+  connect(&m_job, &JobRunnerBase::rowsReady, this, &SqnrHeatmap::flush);
+  connect(&m_job, &JobRunnerBase::progressRangeChanged, m_progress, &QProgressBar::setRange);
+  connect(&m_job, &JobRunnerBase::progressValueChanged, this, [this](int v) {
     m_progress->setValue(v);
     emit progressChanged(v, m_progress->maximum());
   });
-  connect(&m_watcher, &QFutureWatcher<void>::finished, this, &SqnrHeatmap::onFinished);
+  connect(&m_job, &JobRunnerBase::finished, this, &SqnrHeatmap::onFinished);
   rebuildAxes();
 }
 
-SqnrHeatmap::~SqnrHeatmap() {
-  if (m_running) {
-    m_watcher.disconnect(this);
-    m_watcher.cancel();
-    m_watcher.waitForFinished();
-  }
-}
+SqnrHeatmap::~SqnrHeatmap() { m_job.cancelAndWait(); }
 
 void SqnrHeatmap::buildUi() {
   m_plot = new QCustomPlot;
@@ -352,7 +341,7 @@ const SqnrHeatmap::Cell& SqnrHeatmap::cell(int tensor, int scheme) const {
 }
 
 void SqnrHeatmap::analyzeFile(const QString& path, const std::vector<qs::Scheme>& schemes) {
-  if (m_running) {  // the new request waits for the old one to stop (at most one tensor's work)
+  if (isRunning()) {  // the new request waits for the old one to stop (at most one tensor's work)
     m_pendingPath = path;
     m_pendingSchemes = schemes;
     m_hasPending = true;
@@ -374,25 +363,17 @@ void SqnrHeatmap::start(const QString& path, const std::vector<qs::Scheme>& sche
   m_cells.clear();
   m_skipped = 0;
   m_skippedText.clear();
-  m_cancelled = false;
+  m_opened = false;
   setStale(false);
   rebuildAxes();
-  m_shared = std::make_shared<Shared>();
   m_progress->setRange(0, 1);
   m_progress->setValue(0);
   m_cancelButton->setEnabled(true);
   setStatus(QStringLiteral("Analysing %1 …").arg(QFileInfo(path).fileName()));
 
-  std::shared_ptr<Shared> shared = m_shared;
-  QPointer<SqnrHeatmap> self(this);
   const int threads = std::max(1, QThread::idealThreadCount() - 1);
-  auto job = [path, schemes, shared, self, threads](QPromise<void>& promise) {
-    auto poke = [&] {  // the widget waits for this job in its destructor, so it outlives the call
-      QMetaObject::invokeMethod(self.data(), [self] {
-        if (self && !self->m_coalesce.isActive()) self->m_coalesce.start();
-      }, Qt::QueuedConnection);
-    };
-    try {
+  m_job.start([path, schemes, threads](JobRunner<Update>::Sink& sink) {
+    {
       const auto file = qs::open_tensor_file(path.toStdString());
       const auto& ts = file->tensors();
       std::vector<int> rowOf(ts.size(), -1);
@@ -419,17 +400,14 @@ void SqnrHeatmap::start(const QString& path, const std::vector<qs::Scheme>& sche
       for (const auto& [type, n] : notFloat) skipped += n, types << QStringLiteral("%1 %2").arg(n).arg(QString::fromLatin1(type));
       if (!types.isEmpty()) reasons << QStringLiteral("not floating point (%1)").arg(types.join(QStringLiteral(", ")));
       if (tiny) reasons << QStringLiteral("%1 with fewer than 2 values").arg(tiny);
-      {
-        QMutexLocker lock(&shared->mutex);
-        shared->opened = true;
-        shared->tensors = names;
-        shared->shapes = shapes;
-        shared->numel = numel;
-        shared->skipped = skipped;
-        shared->skippedText = reasons.join(QStringLiteral("; "));
-      }
-      poke();
-      promise.setProgressRange(0, int(ts.size()));
+      auto listing = std::make_shared<Listing>();
+      listing->tensors = names;
+      listing->shapes = shapes;
+      listing->numel = numel;
+      listing->skipped = skipped;
+      listing->skippedText = reasons.join(QStringLiteral("; "));
+      sink.post(Update{.listing = std::move(listing)});
+      sink.setProgressRange(0, int(ts.size()));
       const int ns = int(schemes.size());
       auto onRow = [&](const qs::AnalyzeRow& row) {
         const int t = rowOf[std::size_t(row.tensor - ts.data())];
@@ -444,37 +422,27 @@ void SqnrHeatmap::start(const QString& path, const std::vector<qs::Scheme>& sche
         c.clipped = row.metrics.clipped;
         c.overflow = row.out.stats.overflow;
         c.underflow = row.out.stats.underflow;
-        {
-          QMutexLocker lock(&shared->mutex);
-          shared->pending.emplace_back(t * ns + s, c);
-        }
-        poke();
+        sink.post(Update{.index = t * ns + s, .cell = c});
       };
       auto progress = [&](std::size_t done, std::size_t) {
-        promise.setProgressValue(int(done));
-        return !promise.isCanceled();
+        sink.setProgressValue(int(done));
+        return !sink.isCanceled();
       };
       qs::analyze_file(*file, schemes, {}, onRow, threads, progress, /*histograms=*/false);
-    } catch (const std::exception& e) {
-      QMutexLocker lock(&shared->mutex);
-      shared->error = QString::fromUtf8(e.what());
     }
-  };
-  m_running = true;
-  m_watcher.setFuture(QtConcurrent::run(job));
+  });
   emit analysisStarted(path);
 }
 
 void SqnrHeatmap::cancel() {
-  if (!m_running || m_cancelled) return;
-  m_cancelled = true;
+  if (!isRunning() || m_job.isCancelled()) return;
+  m_job.cancel();
   m_cancelButton->setEnabled(false);
   setStatus(QStringLiteral("Cancelling after the tensor in progress…"));
-  m_watcher.cancel();
 }
 
 bool SqnrHeatmap::waitForFinished(int ms) {
-  if (!m_running && !m_hasPending) return true;
+  if (!isRunning() && !m_hasPending) return true;
   QEventLoop loop;
   QTimer timeout;
   timeout.setSingleShot(true);
@@ -483,44 +451,39 @@ bool SqnrHeatmap::waitForFinished(int ms) {
   connect(&timeout, &QTimer::timeout, &loop, &QEventLoop::quit);
   if (ms >= 0) timeout.start(ms);
   loop.exec();
-  return !m_running && !m_hasPending;
+  return !isRunning() && !m_hasPending;
 }
 
 void SqnrHeatmap::flush() {
-  std::vector<std::pair<int, Cell>> fresh;
-  bool opened = false;
-  {
-    QMutexLocker lock(&m_shared->mutex);
-    fresh.swap(m_shared->pending);
-    opened = m_shared->opened;
-    if (opened && m_tensors.isEmpty() && !m_shared->tensors.isEmpty()) {
-      m_tensors = m_shared->tensors;
-      m_shapes = m_shared->shapes;
-      m_numel = m_shared->numel;
+  const std::vector<Update> fresh = m_job.takeRows();
+  bool cells = false;
+  for (const Update& u : fresh) {
+    if (!u.listing) continue;
+    m_opened = true;
+    if (m_tensors.isEmpty() && !u.listing->tensors.isEmpty()) {
+      m_tensors = u.listing->tensors;
+      m_shapes = u.listing->shapes;
+      m_numel = u.listing->numel;
     }
-    m_skipped = m_shared->skipped;
-    m_skippedText = m_shared->skippedText;
+    m_skipped = u.listing->skipped;
+    m_skippedText = u.listing->skippedText;
   }
-  if (opened && m_cells.size() != std::size_t(m_tensors.size() * m_schemeNames.size())) {
+  if (m_opened && m_cells.size() != std::size_t(m_tensors.size() * m_schemeNames.size())) {
     m_cells.assign(std::size_t(m_tensors.size() * m_schemeNames.size()), Cell{});
     applyOrder();
     rebuildAxes();
   }
-  for (const auto& [index, c] : fresh)
-    if (index >= 0 && std::size_t(index) < m_cells.size()) m_cells[std::size_t(index)] = c;
-  if (!fresh.empty()) updateLabels();
+  for (const Update& u : fresh) {
+    if (u.listing) continue;
+    cells = true;
+    if (u.index >= 0 && std::size_t(u.index) < m_cells.size()) m_cells[std::size_t(u.index)] = u.cell;
+  }
+  if (cells) updateLabels();
 }
 
-void SqnrHeatmap::onFinished() {
-  m_coalesce.stop();
-  flush();
-  m_running = false;
+void SqnrHeatmap::onFinished() {  // the last cells are drawn already (JobRunner's final rowsReady)
   m_cancelButton->setEnabled(false);
-  QString error;
-  {
-    QMutexLocker lock(&m_shared->mutex);
-    error = m_shared->error;
-  }
+  const QString error = m_job.error();
   std::size_t done = 0;
   for (const Cell& c : m_cells) done += c.computed;
   const QString name = QFileInfo(m_path).fileName();
@@ -537,7 +500,7 @@ void SqnrHeatmap::onFinished() {
                                             .arg(m_skipped + m_tensors.size())
                                             .arg(m_skippedText)
                                       : QString();
-    setStatus(m_cancelled ? QStringLiteral("%1: cancelled after %2 of %3 cells.%4").arg(name).arg(done).arg(m_cells.size()).arg(skipped)
+    setStatus(m_job.isCancelled() ? QStringLiteral("%1: cancelled after %2 of %3 cells.%4").arg(name).arg(done).arg(m_cells.size()).arg(skipped)
                           : QStringLiteral("%1: %2 tensors × %3 schemes%4.%5 Click a cell to open the tensor.")
                                 .arg(name)
                                 .arg(m_tensors.size())
@@ -546,7 +509,7 @@ void SqnrHeatmap::onFinished() {
                                                            : QString())
                                 .arg(skipped));
     if (m_orderBy == Order::WorstSqnr) setOrder(m_orderBy);  // rows settle once every SQNR is known
-    emit analysisFinished(m_path, m_cancelled);
+    emit analysisFinished(m_path, m_job.isCancelled());
   }
   if (m_hasPending) {
     m_hasPending = false;
@@ -680,7 +643,7 @@ void SqnrHeatmap::showTip(QMouseEvent* event) {
   QString text = QStringLiteral("<b>%1</b> (%2)<br>%3<br>")
                      .arg(elide::runs(m_tensors[c.y()]).toHtmlEscaped(), m_shapes.value(c.y()), m_schemeNames[c.x()].toHtmlEscaped());
   if (!cl.computed) {
-    text += m_running ? QStringLiteral("not computed yet") : QStringLiteral("not applicable (channel axis beyond the tensor's rank)");
+    text += isRunning() ? QStringLiteral("not computed yet") : QStringLiteral("not applicable (channel axis beyond the tensor's rank)");
   } else {
     text += QStringLiteral("SQNR %1 dB<br>MSE %2, max |err| %3<br>clipped %4, overflow %5, underflow %6 of %7<br>"
                            "<i>click to open this tensor</i>")

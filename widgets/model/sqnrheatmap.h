@@ -8,11 +8,8 @@
 //   connect(heatmap, &SqnrHeatmap::tensorActivated, window, &MainWindow::openTensor);
 #pragma once
 
-#include <QFutureWatcher>
-#include <QMutex>
 #include <QPoint>
 #include <QStringList>
-#include <QTimer>
 #include <QWidget>
 
 #include <cstdint>
@@ -20,6 +17,7 @@
 #include <vector>
 
 #include "quant/scheme.h"
+#include "shared/jobrunner.h"
 #include "shared/reportsection.h"
 
 class QCPColorMap;
@@ -53,7 +51,7 @@ public:
   // Starts the analysis of `path` (any reader: .npy, .npz, .safetensors, .onnx). A running analysis is
   // cancelled first; the new one starts as soon as it has stopped.
   void analyzeFile(const QString& path, const std::vector<qs::Scheme>& schemes);
-  bool isRunning() const { return m_running; }
+  bool isRunning() const { return m_job.isRunning(); }
   bool waitForFinished(int ms);  // runs the event loop; false on timeout
 
   QString filePath() const { return m_path; }
@@ -118,15 +116,16 @@ protected:
   void resizeEvent(QResizeEvent* event) override;
 
 private:
-  struct Shared {  // the worker's side
-    QMutex mutex;
-    bool opened = false;
+  struct Listing {  // the file's tensors, sent once when the file is open
     QStringList tensors, shapes;
     QVector<qint64> numel;
     int skipped = 0;
     QString skippedText;
-    std::vector<std::pair<int, Cell>> pending;  // (tensor * schemes + scheme, cell)
-    QString error;
+  };
+  struct Update {  // what the worker streams: the listing first, then one cell at a time
+    std::shared_ptr<const Listing> listing;
+    int index = -1;  // tensor * schemes + scheme
+    Cell cell;
   };
 
   void buildUi();
@@ -157,11 +156,8 @@ private:
   QDoubleSpinBox* m_hiSpin = nullptr;
   QSpinBox* m_nameWidthSpin = nullptr;
 
-  QFutureWatcher<void> m_watcher;
-  std::shared_ptr<Shared> m_shared;
-  QTimer m_coalesce;
-  bool m_running = false;
-  bool m_cancelled = false;
+  JobRunner<Update> m_job;  // analyze_file on a worker; cells coalesced into one redraw per ~40 ms
+  bool m_opened = false;   // the listing arrived
   QString m_path;
   QStringList m_tensors, m_shapes, m_schemeNames;
   QVector<qint64> m_numel;

@@ -1,5 +1,5 @@
-// TrainingPanel: controls, the worker (QtConcurrent::run + QPromise; pause = QFuture suspension checked
-// between steps, stop = cancel), the coalescing timer that turns streamed StepMetrics into curves, the run
+// TrainingPanel: controls, the run on a JobRunner (pause = QFuture suspension checked between steps,
+// stop = cancel), whose coalesced rowsReady turns streamed StepMetrics into curves, the run
 // list, comparison presets, exports and the report's flip-counts run.
 // Exercise: the Training tab of `quantscope`, `QT_QPA_PLATFORM=offscreen ./build/tests/tst_trainingpanel`.
 #include "trainingpanel.h"
@@ -19,9 +19,7 @@
 #include <QMenu>
 #include <QPainter>
 #include <QPixmap>
-#include <QPointer>
 #include <QProgressBar>
-#include <QPromise>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSpinBox>
@@ -93,25 +91,18 @@ QComboBox* schemeCombo(const QString& tip) {
 
 }  // namespace
 
-TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent), m_shared(std::make_shared<Shared>()) {
+TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   m_plots = new TrainingPlots(&m_runs);
   buildUi();
-  m_coalesce.setSingleShot(true);
-  m_coalesce.setInterval(40);
-  connect(&m_coalesce, &QTimer::timeout, this, &TrainingPanel::flush);
-  connect(&m_watcher, &QFutureWatcher<void>::progressRangeChanged, m_progress, &QProgressBar::setRange);
-  connect(&m_watcher, &QFutureWatcher<void>::progressValueChanged, m_progress, &QProgressBar::setValue);
-  connect(&m_watcher, &QFutureWatcher<void>::finished, this, &TrainingPanel::onFinished);
+  connect(&m_job, &JobRunnerBase::rowsReady, this, &TrainingPanel::flush);
+  connect(&m_job, &JobRunnerBase::progressRangeChanged, m_progress, &QProgressBar::setRange);
+  connect(&m_job, &JobRunnerBase::progressValueChanged, m_progress, &QProgressBar::setValue);
+  connect(&m_job, &JobRunnerBase::finished, this, &TrainingPanel::onFinished);
 }
 
-TrainingPanel::~TrainingPanel() {
-  if (m_running) {
-    m_watcher.disconnect(this);
-    if (m_shared) m_shared->cancel = true;  // quitting waits for a layer, not for a whole step
-    m_watcher.cancel();  // also wakes a suspended worker
-    m_watcher.waitForFinished();
-  }
-}
+// Quitting waits for a layer, not for a whole step: the cancel flag reaches Trainer::run, and a
+// suspended worker is woken.
+TrainingPanel::~TrainingPanel() { m_job.cancelAndWait(); }
 
 void TrainingPanel::buildUi() {
   m_dataset = new QComboBox;
@@ -294,7 +285,7 @@ bool TrainingPanel::fashionMnistAvailable() { return qs::fashion_mnist_present(q
 
 bool TrainingPanel::syntheticSelected() const { return m_dataset->currentData().toBool(); }
 
-bool TrainingPanel::isPaused() const { return m_running && (m_watcher.isSuspending() || m_watcher.isSuspended()); }
+bool TrainingPanel::isPaused() const { return m_job.isPaused(); }
 
 QString TrainingPanel::statusText() const { return m_status->text(); }
 
@@ -358,7 +349,7 @@ bool TrainingPanel::start() {
 }
 
 bool TrainingPanel::startRun(const qs::TrainConfig& cfgIn, bool synthetic) {
-  if (m_running) {
+  if (isRunning()) {
     showStatus(QStringLiteral("A run is in progress: stop it first"), true);
     return false;
   }
@@ -394,59 +385,41 @@ bool TrainingPanel::startRun(const qs::TrainConfig& cfgIn, bool synthetic) {
   m_runList->setCurrentItem(item);
   m_plots->setCodeUsageRun(m_active);
 
-  m_shared = std::make_shared<Shared>();
-  std::shared_ptr<Shared> shared = m_shared;
-  QPointer<TrainingPanel> self(this);
   const qs::TrainConfig cfg = cfgIn;
   const bool wantHistograms = m_active->hasFormat;
-  auto job = [cfg, synthetic, wantHistograms, shared, self](QPromise<void>& promise) {
-    try {
-      const std::shared_ptr<const qs::DataSplit> data = cachedData(synthetic);
-      qs::TrainConfig c = cfg;
-      const uint64_t total = uint64_t(c.epochs) * ((data->train->size() + uint64_t(c.batch) - 1) / uint64_t(c.batch));
-      c.histogram_every = wantHistograms ? int(std::max<uint64_t>(1, total / 300)) : 0;  // about 300 heatmap columns
-      qs::Trainer trainer(c, data->train, data->test);
-      promise.setProgressRange(0, int(std::min<uint64_t>(total, INT32_MAX)));
-      const qs::TrainResult r = trainer.run([&](qs::StepMetrics m) {
-        const int step = int(m.step);
-        {
-          QMutexLocker lock(&shared->mutex);
-          shared->pending.push_back(std::move(m));
-        }
-        promise.setProgressValue(step);
-        if (!shared->notified.exchange(true))
-          QMetaObject::invokeMethod(self.data(), [self] {
-            if (self && !self->m_coalesce.isActive()) self->m_coalesce.start();
-          }, Qt::QueuedConnection);
-        promise.suspendIfRequested();  // Pause
-        return !promise.isCanceled();  // Stop
-      }, &shared->cancel);  // Stop within the step in progress (a large batch's step can take seconds)
-      QMutexLocker lock(&shared->mutex);
-      shared->result = r;
-      shared->done = true;
-    } catch (const std::exception& e) {
-      QMutexLocker lock(&shared->mutex);
-      shared->error = QString::fromUtf8(e.what());
-    }
+  using Job = JobRunner<qs::StepMetrics, qs::TrainResult>;
+  auto job = [cfg, synthetic, wantHistograms](Job::Sink& sink) {
+    const std::shared_ptr<const qs::DataSplit> data = cachedData(synthetic);
+    qs::TrainConfig c = cfg;
+    const uint64_t total = uint64_t(c.epochs) * ((data->train->size() + uint64_t(c.batch) - 1) / uint64_t(c.batch));
+    c.histogram_every = wantHistograms ? int(std::max<uint64_t>(1, total / 300)) : 0;  // about 300 heatmap columns
+    qs::Trainer trainer(c, data->train, data->test);
+    sink.setProgressRange(0, int(std::min<uint64_t>(total, INT32_MAX)));
+    sink.setResult(trainer.run([&](qs::StepMetrics m) {
+      const int step = int(m.step);
+      sink.post(std::move(m));
+      sink.setProgressValue(step);
+      sink.suspendIfRequested();  // Pause
+      return !sink.isCanceled();  // Stop
+    }, sink.cancelFlag()));  // Stop within the step in progress (a large batch's step can take seconds)
   };
-  m_running = true;
   m_stopping = false;
   m_progress->setRange(0, 1);
   m_progress->setValue(0);
   setControlsRunning(true);
   showStatus(QStringLiteral("%1: loading data and starting…").arg(m_active->name));
-  m_watcher.setFuture(QtConcurrent::run(job));
+  m_job.start(job);
   emit runStarted(m_active->id);
   return true;
 }
 
 void TrainingPanel::setPaused(bool paused) {
-  if (!m_running || m_stopping) {
+  if (!isRunning() || m_stopping) {
     const QSignalBlocker block(m_pauseButton);
     m_pauseButton->setChecked(false);
     return;
   }
-  m_watcher.setSuspended(paused);
+  m_job.setPaused(paused);
   {
     const QSignalBlocker block(m_pauseButton);
     m_pauseButton->setChecked(paused);
@@ -462,22 +435,16 @@ void TrainingPanel::setPaused(bool paused) {
 
 void TrainingPanel::stop() {
   m_queue.clear();
-  if (!m_running || m_stopping) return;
+  if (!isRunning() || m_stopping) return;
   m_stopping = true;
   m_stopButton->setEnabled(false);
   m_pauseButton->setEnabled(false);
   showStatus(QStringLiteral("Stopping…"));
-  if (m_shared) m_shared->cancel = true;  // ends the step in progress between two layers
-  m_watcher.cancel();  // wakes a paused worker too
+  m_job.cancel();  // ends the step in progress between two layers; wakes a paused worker too
 }
 
 void TrainingPanel::flush() {
-  std::vector<qs::StepMetrics> steps;
-  if (Shared* sh = m_shared.get()) {
-    QMutexLocker lock(&sh->mutex);
-    steps.swap(sh->pending);
-    sh->notified.store(false);
-  }
+  const std::vector<qs::StepMetrics> steps = m_job.takeRows();
   if (!m_active || steps.empty()) return;
   const std::size_t from = m_active->steps.size();
   for (const qs::StepMetrics& m : steps) m_active->append(m);
@@ -498,24 +465,15 @@ void TrainingPanel::flush() {
   emit stepsAppended(m_active->id, int(m_active->steps.size()));
 }
 
-void TrainingPanel::onFinished() {
-  m_coalesce.stop();
-  flush();
-  m_running = false;
-  m_watcher.setSuspended(false);
+void TrainingPanel::onFinished() {  // the last steps are drawn already (JobRunner's final rowsReady)
   setControlsRunning(false);
   TrainingRun* r = m_active;
   m_active = nullptr;
   if (!r) return;
-  QString error;
-  qs::TrainResult result;
-  bool done;
-  {
-    QMutexLocker lock(&m_shared->mutex);
-    error = m_shared->error;
-    result = m_shared->result;
-    done = m_shared->done;
-  }
+  const QString error = m_job.error();
+  const std::optional<qs::TrainResult> outcome = m_job.result();
+  const bool done = outcome.has_value();
+  const qs::TrainResult result = outcome.value_or(qs::TrainResult{});
   r->finished = true;
   bool failed = false;
   if (error.isEmpty() && !done && m_stopping) {
@@ -587,7 +545,7 @@ void TrainingPanel::setControlsRunning(bool running) {
 }
 
 void TrainingPanel::clearRuns() {
-  if (m_running) {
+  if (isRunning()) {
     showStatus(QStringLiteral("Stop the run before clearing"), true);
     return;
   }
@@ -638,7 +596,7 @@ void TrainingPanel::runPreset(int index) {
       showStatus(QStringLiteral("No such comparison"), true);
       return;
   }
-  if (m_running) {
+  if (isRunning()) {
     showStatus(QStringLiteral("A run is in progress: stop it first"), true);
     return;
   }

@@ -6,20 +6,17 @@
 // Exercise: the Training tab of `quantscope`, `QT_QPA_PLATFORM=offscreen ./build/tests/tst_trainingpanel`.
 #pragma once
 
-#include <QFutureWatcher>
 #include <QList>
-#include <QMutex>
 #include <QString>
 #include <QStringList>
-#include <QTimer>
 #include <QWidget>
 
-#include <atomic>
 #include <memory>
 #include <vector>
 
 #include "trainingplots.h"
 #include "train/trainer.h"
+#include "shared/jobrunner.h"
 #include "shared/reportsection.h"
 
 class QCheckBox;
@@ -56,7 +53,7 @@ public:
   void setConfig(const qs::TrainConfig& cfg, bool synthetic);
   static bool fashionMnistAvailable();
 
-  bool isRunning() const { return m_running; }
+  bool isRunning() const { return m_job.isRunning(); }
   bool isPaused() const;
   int runCount() const { return int(m_runs.size()); }
   const TrainingRun& run(int index) const { return *m_runs[std::size_t(index)]; }
@@ -97,15 +94,6 @@ signals:
   void runFinished(int id, const QString& status);
 
 private:
-  struct Shared {  // the worker's side: steps not yet drawn, and how the run ended
-    QMutex mutex;
-    std::vector<qs::StepMetrics> pending;
-    qs::TrainResult result;
-    QString error;
-    bool done = false;
-    std::atomic<bool> notified{false};
-    std::atomic<bool> cancel{false};   // Stop: Trainer::run ends the step in progress
-  };
   struct Queued {
     qs::TrainConfig config;
     bool synthetic;
@@ -145,10 +133,9 @@ private:
 
   std::vector<std::unique_ptr<TrainingRun>> m_runs;
   QList<Queued> m_queue;
-  QFutureWatcher<void> m_watcher;
-  std::shared_ptr<Shared> m_shared;
-  QTimer m_coalesce;  // ~40 ms: steps arriving close together become one replot
-  bool m_running = false;
+  // The run: steps stream in, coalesced into one replot per ~40 ms; Stop also reaches Trainer::run's
+  // cancel flag (the step in progress ends between two layers).
+  JobRunner<qs::StepMetrics, qs::TrainResult> m_job;
   bool m_stopping = false;
   int m_nextId = 1;
   TrainingRun* m_active = nullptr;
