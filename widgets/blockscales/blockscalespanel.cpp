@@ -527,7 +527,7 @@ void BlockScalesPanel::fillTable() {
     for (int c = 0; c < 7; ++c) {
       auto* item = new QTableWidgetItem(cells[c]);
       if (c == 0) {
-        item->setForeground(schemeColor(i));
+        item->setForeground(palette::color(i));
         item->setToolTip(QString::fromStdString(r.scheme.text));
       } else {
         item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
@@ -543,8 +543,8 @@ void BlockScalesPanel::fillSweep() {
   for (std::size_t i = 0; i < m_result->rules.size(); ++i) {
     QCPGraph* g = m_sweep->addGraph();
     g->setName(m_result->rules[i].name);
-    g->setPen(QPen(schemeColor(int(i)), 1.6));
-    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, schemeColor(int(i)), 5));
+    g->setPen(QPen(palette::color(int(i)), 1.6));
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, palette::color(int(i)), 5));
     for (std::size_t k = 0; k < m_result->sweepBlocks.size(); ++k) {
       const double v = m_result->sweepSqnr[i][k];
       g->addData(m_result->sweepBlocks[k], v);
@@ -570,7 +570,7 @@ void BlockScalesPanel::fillExponents() {
     bars->setWidth(0.8 / n);
     bars->setBarsGroup(group);
     bars->setPen(Qt::NoPen);
-    bars->setBrush(schemeColor(int(i)));
+    bars->setBrush(palette::color(int(i)));
     for (const auto& [e, c] : counts) {
       bars->addData(e, c);
       lo = std::min(lo, e), hi = std::max(hi, e), top = std::max(top, c);

@@ -251,7 +251,7 @@ void ConventionsPanel::drawPlot() {
     QCPGraph* g = m_plot->addGraph();
     g->setData(xs, ys, true);
     g->setLineStyle(QCPGraph::lsStepLeft);
-    QPen pen(schemeColor(int(k)), k == 0 ? 2.6 : 1.4);
+    QPen pen(palette::color(int(k)), k == 0 ? 2.6 : 1.4);
     if (k > 0) pen.setStyle(k == 1 ? Qt::DashLine : Qt::DotLine);
     g->setPen(pen);
     plotstyle::setLegendName(g, QString::fromStdString(c.conventions[k]->name));

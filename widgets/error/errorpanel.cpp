@@ -83,10 +83,8 @@ void ErrorPanel::buildUi() {
   m_recomputeButton->setObjectName(QStringLiteral("recomputeButton"));
   m_recomputeButton->setToolTip(QStringLiteral("Compute the schemes that Cancel left out"));
   m_recomputeButton->setVisible(false);
-  m_exportButton = new QToolButton;
-  m_exportButton->setObjectName(QStringLiteral("exportButton"));
-  m_exportButton->setText(QStringLiteral("Export…"));
-  m_exportButton->setPopupMode(QToolButton::InstantPopup);
+  QMenu* menu = nullptr;
+  m_exportButton = plotexport::makeExportButton(&menu);
 
   m_valuePlot = new ValueHistogramPlot;
   m_valuePlot->setObjectName(QStringLiteral("valueHistogram"));
@@ -109,7 +107,6 @@ void ErrorPanel::buildUi() {
                                  valueTitle);
   plotexport::installContextMenu(m_errorPlot, QStringLiteral("error-histogram"), [this] { return m_errorPlot->csv(); },
                                  errorTitle);
-  auto* menu = new QMenu(m_exportButton);
   menu->addAction(QStringLiteral("Value histogram…"), this, [=, this] {
     plotexport::exportInteractive(this, m_valuePlot, QStringLiteral("value-histogram"), [this] { return m_valuePlot->csv(); },
                                   valueTitle);
@@ -132,7 +129,6 @@ void ErrorPanel::buildUi() {
     QString error;
     if (!exportReport(dir, &error)) QMessageBox::warning(this, QStringLiteral("Export failed"), error);
   });
-  m_exportButton->setMenu(menu);
 
   // The line names the tensor: a name from a file can be any length, so the label elides it rather
   // than growing the window (F2: a 20,000-character name made a 153,179 px window).
@@ -446,7 +442,7 @@ void ErrorPanel::refresh() {
   for (int i = 0; i < int(m_schemes.size()); ++i) {
     const qs::Scheme& s = m_schemes[std::size_t(i)];
     const QString label = labelOf(s);
-    const QColor color = schemeColor(i);
+    const QColor color = palette::color(i);
     const auto v = view(i);
     rows.push_back({label, color, v, errorText(i), m_cancelled && !v});
     if (!v) continue;

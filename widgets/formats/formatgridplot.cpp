@@ -2,6 +2,7 @@
 // Exercise: `quantscope --format e4m3fn`, `QT_QPA_PLATFORM=offscreen ./build/tst_formatgridplot`.
 #include "formatgridplot.h"
 
+#include "shared/palette.h"
 #include "shared/plotstyle.h"
 
 #include <tuple>
@@ -17,11 +18,11 @@
 
 namespace {
 
-const QColor kRugColor(31, 119, 180);
+const QColor kRugColor = palette::color(0);
 const QColor kSpacingColor(230, 110, 20);
 constexpr double kRugHeight = 0.07;
 constexpr double kCompareRugHeight = 0.045;
-const QColor kCompareColors[] = {QColor(44, 160, 44), QColor(148, 103, 189), QColor(214, 39, 40), QColor(140, 86, 75)};  // fraction of the plot height taken by the value ticks
+const QColor kCompareColors[] = {palette::color(2), palette::color(4), palette::color(3), palette::color(5)};  // fraction of the plot height taken by the value ticks
 
 // "2⁻⁹": tick labels and facts of binary formats read best as powers of two.
 QString powerOfTwo(int k) {

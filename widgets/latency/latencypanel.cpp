@@ -3,6 +3,7 @@
 // every ~40 ms, and atomic PNG/PDF/SVG/CSV export through plotexport.
 // Exercise: the Latency tab of `quantscope`, `QT_QPA_PLATFORM=offscreen ./build/tst_latencypanel`.
 #include "latencypanel.h"
+#include "shared/palette.h"
 #include "shared/theme.h"
 
 #include "shared/elidedlabel.h"
@@ -13,8 +14,6 @@
 #include <QComboBox>
 #include <QDir>
 #include <QEventLoop>
-#include <QFileDialog>
-#include <QFileInfo>
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -47,10 +46,6 @@
 #endif
 
 namespace {
-
-const QColor kPalette[] = {QColor(31, 119, 180), QColor(230, 110, 20), QColor(44, 160, 44), QColor(214, 39, 40),
-                           QColor(148, 103, 189), QColor(140, 86, 75), QColor(227, 119, 194), QColor(127, 127, 127),
-                           QColor(188, 189, 34), QColor(23, 190, 207)};
 
 const char* const kCsvHeader = qs::bench_gemm_csv_header();
 
@@ -214,17 +209,13 @@ void LatencyPanel::buildUi() {
   m_status->setMaximumLines(3);
   m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
-  m_exportButton = new QToolButton;
-  m_exportButton->setObjectName(QStringLiteral("exportButton"));
-  m_exportButton->setText(QStringLiteral("Export…"));
-  m_exportButton->setPopupMode(QToolButton::InstantPopup);
-  auto* menu = new QMenu(m_exportButton);
+  QMenu* menu = nullptr;
+  m_exportButton = plotexport::makeExportButton(&menu);
   menu->addAction(QStringLiteral("Time plot…"), this, [this] { exportInteractive(Plot::Time); });
   menu->addAction(QStringLiteral("GOP/s plot…"), this, [this] { exportInteractive(Plot::Gops); });
   menu->addAction(QStringLiteral("Speedup plot…"), this, [this] { exportInteractive(Plot::Speedup); });
   menu->addSeparator();
   menu->addAction(QStringLiteral("Rows as CSV…"), this, &LatencyPanel::exportCsvInteractive);
-  m_exportButton->setMenu(menu);
 
   auto* form = new QFormLayout;
   form->addRow(QStringLiteral("Backend:"), m_backendCombo);
@@ -448,7 +439,7 @@ void LatencyPanel::resetPlots(const QStringList& kernels, int threadCount) {
     for (int i = 0; i < kernels.size(); ++i) {
       QCPGraph* g = plot->addGraph();
       g->setName(kernels[i]);
-      const QColor c = kPalette[i % std::size(kPalette)];
+      const QColor c = palette::color(i);
       QPen pen(c, kernels[i] == u"fp32-eigen" || kernels[i] == u"fp32-cublas" ? 2.4 : 1.8);
       if (kernels[i].endsWith(u"-e2e")) pen.setStyle(Qt::DashLine);
       if (kernels[i].endsWith(u"-dq")) pen.setStyle(Qt::DashDotLine);
@@ -552,10 +543,13 @@ QByteArray LatencyPanel::csv() const {
   return buf;
 }
 
-bool LatencyPanel::exportPlot(Plot which, const QString& path, QString* error, QSize size) {
+QString LatencyPanel::plotTitle(Plot which) {
   static const char* const titles[] = {"GEMM time", "GEMM throughput", "GEMM speedup"};
-  return plotexport::exportPlot(m_plots[int(which)], path, [this] { return csv(); },
-                                QStringLiteral("QuantScope %1").arg(QString::fromLatin1(titles[int(which)])), error, size);
+  return QStringLiteral("QuantScope %1").arg(QString::fromLatin1(titles[int(which)]));
+}
+
+bool LatencyPanel::exportPlot(Plot which, const QString& path, QString* error, QSize size) {
+  return plotexport::exportPlot(m_plots[int(which)], path, [this] { return csv(); }, plotTitle(which), error, size);
 }
 
 bool LatencyPanel::exportCsv(const QString& path, QString* error) const {
@@ -564,25 +558,14 @@ bool LatencyPanel::exportCsv(const QString& path, QString* error) const {
 
 void LatencyPanel::exportInteractive(Plot which) {
   static const char* const stems[] = {"gemm-latency-time", "gemm-latency-gops", "gemm-latency-speedup"};
-  QStringList filters;
-  for (const QString& s : plotSuffixes()) filters << QStringLiteral("%1 (*.%2)").arg(s.toUpper(), s);
-  QString filter = filters.front();
-  QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export plot"),
-                                              QDir::home().filePath(QString::fromLatin1(stems[int(which)]) + ".png"),
-                                              filters.join(QStringLiteral(";;")), &filter);
-  if (path.isEmpty()) return;
-  if (QFileInfo(path).suffix().isEmpty()) path += filter.mid(filter.lastIndexOf(u'.')).chopped(1);
-  QString error;
-  if (!exportPlot(which, path, &error)) QMessageBox::warning(this, QStringLiteral("Export failed"), error);
-  else showStatus(QStringLiteral("Exported %1").arg(QDir::toNativeSeparators(path)));
+  const QString path = plotexport::exportInteractive(this, m_plots[int(which)], QString::fromLatin1(stems[int(which)]),
+                                                     [this] { return csv(); }, plotTitle(which));
+  if (!path.isEmpty()) showStatus(QStringLiteral("Exported %1").arg(QDir::toNativeSeparators(path)));
 }
 
 void LatencyPanel::exportCsvInteractive() {
-  QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export rows"),
-                                              QDir::home().filePath(QStringLiteral("gemm-latency.csv")),
-                                              QStringLiteral("CSV (*.csv)"));
+  const QString path = plotexport::askSavePath(this, QStringLiteral("Export rows"), QStringLiteral("gemm-latency"), {QStringLiteral("csv")});
   if (path.isEmpty()) return;
-  if (QFileInfo(path).suffix().isEmpty()) path += QStringLiteral(".csv");
   QString error;
   if (!exportCsv(path, &error)) QMessageBox::warning(this, QStringLiteral("Export failed"), error);
   else showStatus(QStringLiteral("Exported %1 rows to %2").arg(m_rows.size()).arg(QDir::toNativeSeparators(path)));

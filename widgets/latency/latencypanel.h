@@ -96,6 +96,7 @@ private:
   void onFinished();
   void setControlsRunning(bool running);
   void exportCsvInteractive();
+  static QString plotTitle(Plot which);  // the title written into PDF and SVG files
   void showStatus(const QString& text, bool error = false);
 
   void populateKernels();

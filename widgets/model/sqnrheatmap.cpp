@@ -138,11 +138,8 @@ void SqnrHeatmap::buildUi() {
   m_cancelButton = new QPushButton(QStringLiteral("Cancel"));
   m_cancelButton->setObjectName(QStringLiteral("cancelButton"));
   m_cancelButton->setEnabled(false);
-  m_exportButton = new QToolButton;
-  m_exportButton->setObjectName(QStringLiteral("exportButton"));
-  m_exportButton->setText(QStringLiteral("Export…"));
-  m_exportButton->setPopupMode(QToolButton::InstantPopup);
-  auto* menu = new QMenu(m_exportButton);
+  QMenu* menu = nullptr;
+  m_exportButton = plotexport::makeExportButton(&menu);
   const auto csvWriter = [this] { return csv(); };
   menu->addAction(QStringLiteral("Heatmap image…"), this, [=, this] {
     plotexport::exportInteractive(this, m_plot, QStringLiteral("sqnr-heatmap"), csvWriter, QStringLiteral("QuantScope SQNR heatmap"));
@@ -151,7 +148,6 @@ void SqnrHeatmap::buildUi() {
     plotexport::exportInteractive(this, m_plot, QStringLiteral("sqnr-heatmap"), csvWriter, QStringLiteral("QuantScope SQNR heatmap"),
                                   true);
   });
-  m_exportButton->setMenu(menu);
   plotexport::installContextMenu(m_plot, QStringLiteral("sqnr-heatmap"), csvWriter, QStringLiteral("QuantScope SQNR heatmap"));
 
   m_status = new ElidedLabel(QStringLiteral("Open a model file to see the SQNR of every tensor under every scheme."));

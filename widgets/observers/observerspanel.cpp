@@ -634,12 +634,12 @@ void ObserversPanel::clearPlots() {
     for (QCustomPlot* p : m_plots) {
       QCPGraph* g = p->addGraph();
       g->setName(QString::fromStdString(m_specs[k].text));
-      QPen pen(schemeColor(int(k)), 1.6);
+      QPen pen(palette::color(int(k)), 1.6);
       if (m_specs[k].kind == qs::ObserverSpec::Kind::Delayed) pen.setStyle(Qt::DashLine);
       g->setPen(pen);
       if (p == m_plots[int(Plot::Clipped)]) {
         g->setLineStyle(QCPGraph::lsNone);
-        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, schemeColor(int(k)), 4));
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, palette::color(int(k)), 4));
       }
     }
   for (QCustomPlot* p : m_plots) p->replot(QCustomPlot::rpQueuedReplot);

@@ -8,6 +8,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QMenu>
+#include <QToolButton>
 #include <QMessageBox>
 #include <QPageLayout>
 #include <QPdfWriter>
@@ -162,19 +163,39 @@ bool exportAll(QCustomPlot* plot, const QString& dir, const QString& stem, const
   return true;
 }
 
-void exportInteractive(QWidget* parent, QCustomPlot* plot, const QString& stem, const CsvWriter& csv,
-                       const QString& title, bool csvOnly) {
+QString askSavePath(QWidget* parent, const QString& dialogTitle, const QString& stem, const QStringList& suffixes) {
   QStringList filters;
-  const QStringList suffixes = csvOnly ? QStringList{QStringLiteral("csv")} : imageSuffixes();
   for (const QString& s : suffixes) filters << QStringLiteral("%1 (*.%2)").arg(s.toUpper(), s);
   QString filter = filters.front();
-  QString path = QFileDialog::getSaveFileName(parent, csvOnly ? QStringLiteral("Export data") : QStringLiteral("Export plot"),
-                                              QDir::home().filePath(stem + u'.' + suffixes.front()),
+  QString path = QFileDialog::getSaveFileName(parent, dialogTitle, QDir::home().filePath(stem + u'.' + suffixes.front()),
                                               filters.join(QStringLiteral(";;")), &filter);
-  if (path.isEmpty()) return;
+  if (path.isEmpty()) return {};
   if (QFileInfo(path).suffix().isEmpty()) path += filter.mid(filter.lastIndexOf(u'.')).chopped(1);
+  return path;
+}
+
+QString exportInteractive(QWidget* parent, QCustomPlot* plot, const QString& stem, const CsvWriter& csv,
+                          const QString& title, bool csvOnly) {
+  const QStringList suffixes = csvOnly ? QStringList{QStringLiteral("csv")} : imageSuffixes();
+  const QString path = askSavePath(parent, csvOnly ? QStringLiteral("Export data") : QStringLiteral("Export plot"), stem, suffixes);
+  if (path.isEmpty()) return {};
   QString error;
-  if (!exportPlot(plot, path, csv, title, &error)) QMessageBox::warning(parent, QStringLiteral("Export failed"), error);
+  if (!exportPlot(plot, path, csv, title, &error)) {
+    QMessageBox::warning(parent, QStringLiteral("Export failed"), error);
+    return {};
+  }
+  return path;
+}
+
+QToolButton* makeExportButton(QMenu** menu) {
+  auto* button = new QToolButton;
+  button->setObjectName(QStringLiteral("exportButton"));
+  button->setText(QStringLiteral("Export…"));
+  button->setPopupMode(QToolButton::InstantPopup);
+  auto* m = new QMenu(button);
+  button->setMenu(m);
+  if (menu) *menu = m;
+  return button;
 }
 
 void installContextMenu(QCustomPlot* plot, const QString& stem, CsvWriter csv, QString title) {

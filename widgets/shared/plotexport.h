@@ -11,6 +11,8 @@
 #include <functional>
 
 class QCustomPlot;
+class QMenu;
+class QToolButton;
 class QWidget;
 
 namespace plotexport {
@@ -46,9 +48,19 @@ bool exportAll(QCustomPlot* plot, const QString& dir, const QString& stem, const
 // failures show a message box. `stem` is the default file name.
 void installContextMenu(QCustomPlot* plot, const QString& stem, CsvWriter csv, QString title);
 
-// The same dialog flow, for menu actions: asks for a path (default DIR/STEM.png) and exports.
-void exportInteractive(QWidget* parent, QCustomPlot* plot, const QString& stem, const CsvWriter& csv,
-                       const QString& title, bool csvOnly = false);
+// The same dialog flow, for menu actions: asks for a path (default ~/STEM.png) and exports. Returns the
+// path written; empty when the user cancelled or the export failed (a message box said why).
+QString exportInteractive(QWidget* parent, QCustomPlot* plot, const QString& stem, const CsvWriter& csv,
+                          const QString& title, bool csvOnly = false);
+
+// The save dialog of exportInteractive and of the tabs' own data exports (the Latency tab's rows):
+// `dialogTitle`, default ~/STEM.<first suffix>, one filter per suffix ("PNG (*.png)"). A name typed
+// without a suffix gets the chosen filter's. Empty when cancelled.
+QString askSavePath(QWidget* parent, const QString& dialogTitle, const QString& stem, const QStringList& suffixes);
+
+// The "Export…" button of a tab's controls: a tool button (object name "exportButton") that pops up
+// `menu`'s entries when pressed; the caller fills the menu.
+QToolButton* makeExportButton(QMenu** menu);
 
 // Shortest round-trip decimal of v ("nan", "inf", "-inf" for non-finite), for CSV cells.
 QByteArray number(double v);

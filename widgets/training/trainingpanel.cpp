@@ -3,6 +3,7 @@
 // list, comparison presets, exports and the report's flip-counts run.
 // Exercise: the Training tab of `quantscope`, `QT_QPA_PLATFORM=offscreen ./build/tests/tst_trainingpanel`.
 #include "trainingpanel.h"
+#include "shared/palette.h"
 #include "shared/theme.h"
 
 #include "shared/plotstyle.h"
@@ -41,10 +42,6 @@
 #include "trainingrun.h"
 
 namespace {
-
-const QColor kPalette[] = {QColor(31, 119, 180), QColor(230, 110, 20), QColor(44, 160, 44), QColor(214, 39, 40),
-                           QColor(148, 103, 189), QColor(140, 86, 75), QColor(227, 119, 194), QColor(127, 127, 127),
-                           QColor(188, 189, 34), QColor(23, 190, 207)};
 
 // Data sets are loaded once per process (on a worker thread) and shared by every run.
 std::shared_ptr<const qs::DataSplit> cachedData(bool synthetic) {
@@ -161,11 +158,8 @@ void TrainingPanel::buildUi() {
   m_stopButton = new QPushButton(QStringLiteral("Stop"));
   m_stopButton->setObjectName(QStringLiteral("stopButton"));
   m_stopButton->setEnabled(false);
-  m_exportButton = new QToolButton;
-  m_exportButton->setObjectName(QStringLiteral("exportButton"));
-  m_exportButton->setText(QStringLiteral("Export…"));
-  m_exportButton->setPopupMode(QToolButton::InstantPopup);
-  auto* menu = new QMenu(m_exportButton);
+  QMenu* menu = nullptr;
+  m_exportButton = plotexport::makeExportButton(&menu);
   for (int p = 0; p < TrainingPlots::kPlotCount; ++p) {
     const Plot which = Plot(p);
     menu->addAction(m_plots->title(which).section(u',', 0, 0) + QStringLiteral("…"), this, [this, which] {
@@ -173,7 +167,6 @@ void TrainingPanel::buildUi() {
                                     m_plots->title(which));
     });
   }
-  m_exportButton->setMenu(menu);
 
   m_presetCombo = new QComboBox;
   m_presetCombo->setObjectName(QStringLiteral("presetCombo"));
@@ -368,7 +361,7 @@ bool TrainingPanel::startRun(const qs::TrainConfig& cfgIn, bool synthetic) {
   run->config = cfgIn;
   run->name = runName(run->id, cfgIn);
   run->dataset = synthetic ? QStringLiteral("synthetic") : QStringLiteral("fashion-mnist");
-  run->color = kPalette[std::size_t(run->id - 1) % std::size(kPalette)];
+  run->color = palette::color(run->id - 1);
   run->status = QStringLiteral("running");
   const std::string wf = cfgIn.weight_format_name();
   if (!wf.empty()) {
@@ -677,7 +670,7 @@ bool TrainingPanel::writeFlipCountsReport(const QString& dir, QString* error) {
     r->id = i + 1;
     r->config = out->cfg[i];
     r->name = i == 0 ? QStringLiteral("Adam + STE, E4M3FN weights") : QStringLiteral("GridOptim on the E4M3FN grid");
-    r->color = kPalette[i];
+    r->color = palette::color(i);
     r->dataset = QStringLiteral("synthetic");
     for (const qs::StepMetrics& m : out->steps[i]) r->append(m);
     plots.addRun(*r);
