@@ -27,7 +27,6 @@
 #include <QSpinBox>
 #include <QStyle>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <qcustomplot.h>
 
@@ -50,7 +49,7 @@ ObserversPanel::ObserversPanel(QWidget* parent) : QWidget(parent) {
   syncControls(m_config);
   m_timer.setInterval(16);
   connect(&m_timer, &QTimer::timeout, this, &ObserversPanel::tick);
-  connect(&m_work, &QFutureWatcher<BatchResult>::finished, this, &ObserversPanel::onBatchDone);
+  connect(&m_work, &JobRunnerBase::finished, this, &ObserversPanel::onBatchDone);
   clearPlots();
   setStatus(QStringLiteral("Press Start to stream %1 batches through the observers.").arg(m_config.batches));
 }
@@ -517,32 +516,36 @@ void ObserversPanel::tick() {
     m_credit += double(m_clock.restart()) / 1000.0 * m_speed;
     m_credit = std::min(m_credit, double(m_speed));  // after a stall, no burst
   }
-  if (!m_inFlight && (m_speed == 0 || m_credit >= 1)) {
+  if (!m_work.isRunning() && (m_speed == 0 || m_credit >= 1)) {
     if (m_speed > 0) m_credit -= 1;
     launch();
   }
 }
 
 void ObserversPanel::launch() {
-  if (m_inFlight || !isRunning()) return;
-  m_inFlight = true;
+  if (m_work.isRunning() || !isRunning()) return;
   const std::shared_ptr<qs::ObserveStream> stream = m_stream;
   const Config c = m_config;
   const TensorData t = m_tensor;
   const std::size_t batches = m_batches, b = m_next;
   const int generation = m_generation;
-  m_work.setFuture(QtConcurrent::run([stream, c, t, batches, b, generation] {
+  m_work.start([stream, c, t, batches, b, generation](JobRunner<std::monostate, BatchResult>::Sink& sink) {
     BatchResult r;
     r.generation = generation;
     std::vector<float> x;
     if (batchOf(c, t, batches, b, &x, &r.error)) r.rows = stream->step(x.data(), x.size());
-    return r;
-  }));
+    sink.setResult(std::move(r));
+  });
 }
 
 void ObserversPanel::onBatchDone() {
-  m_inFlight = false;
-  const BatchResult r = m_work.result();
+  std::optional<BatchResult> got = m_work.takeResult();
+  if (!got) {  // the batch threw: its message, as a batch's own error would show
+    got.emplace();
+    got->generation = m_generation;
+    got->error = m_work.error();
+  }
+  const BatchResult r = std::move(*got);
   if (r.generation != m_generation) {  // a batch of a stream that was started again: dropped
     if (isRunning() && !m_paused && m_speed == 0) launch();
     return;

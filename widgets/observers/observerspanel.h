@@ -9,7 +9,6 @@
 #pragma once
 
 #include <QElapsedTimer>
-#include <QFutureWatcher>
 #include <QTimer>
 #include <QWidget>
 
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "quant/observe_stream.h"
+#include "shared/jobrunner.h"
 #include "shared/tensordata.h"
 #include "shared/reportsection.h"
 
@@ -107,8 +107,7 @@ private:
   Config m_config;
   TensorData m_tensor;
   std::shared_ptr<qs::ObserveStream> m_stream;  // shared with the batch in flight
-  QFutureWatcher<BatchResult> m_work;
-  bool m_inFlight = false;
+  JobRunner<std::monostate, BatchResult> m_work;  // the batch in flight (one at a time, in order)
   int m_generation = 0;  // a start() makes results of the batch in flight stale
   std::vector<qs::ObserverSpec> m_specs;  // the stream's, for names after it ends
   std::vector<qs::ObserveRow> m_rows;

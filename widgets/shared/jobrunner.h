@@ -5,8 +5,8 @@
 // reaches the worker through the QPromise and through an atomic flag the engine's loops check, Pause
 // suspends the promise, and an exception that ends the job becomes error(). The UI thread never waits
 // for the job, except in cancelAndWait() when the owner is destroyed.
-// Used by the Latency tab (GEMM rows), the Model tab (heatmap cells), the Training tab (steps) and the
-// Block scales tab (no rows: one Result, with progress and Cancel).
+// Used by the Latency tab (GEMM rows), the Model tab (heatmap cells), the Training tab (steps), and with
+// one Result and no rows by the Block scales (progress, Cancel), Conventions and Observers (a batch) tabs.
 // Exercise: tests/tst_latencypanel.cpp, tst_sqnrheatmap.cpp, tst_trainingpanel.cpp (cancel, pause, rows).
 //
 //   JobRunner<Row> m_job;                          // a member of the panel
