@@ -780,7 +780,7 @@ void TestMainWindow::reportCancelLeavesNothing() {
   w.setInteractive(false);
   QVERIFY(w.waitForIdle(30000));
   const QString dir = m_dir.filePath(QStringLiteral("cancelled"));
-  ReportWriter writer(&w);
+  ReportWriter writer(w.reportSections());
   // Cancel while the training stage runs (its event loop delivers the call).
   connect(&writer, &ReportWriter::progressed, &writer, [&writer](int stage, int, const QString&) {
     if (stage == 2) QTimer::singleShot(0, &writer, &ReportWriter::cancel);

@@ -1,4 +1,4 @@
-// TrainingPanel (widgets/trainingpanel.h), offscreen: a tiny synthetic run streams into the curves, pause
+// TrainingPanel (widgets/training/trainingpanel.h), offscreen: a tiny synthetic run streams into the curves, pause
 // holds the step count, stop ends the run, runs overlay and hide, the heatmap gets code-usage samples,
 // every plot exports to non-empty PNG/PDF/SVG/CSV, an invalid scheme or learning rate shows a message and
 // starts nothing, and the report's flip-counts files are written. Set QS_TRAINING_SCREENSHOT=dir/x.png to

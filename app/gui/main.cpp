@@ -18,10 +18,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "errorpanel.h"
-#include "mainwindow.h"
-#include "uibench.h"
-#include "viewsettings.h"
+#include "error/errorpanel.h"
+#include "shell/mainwindow.h"
+#include "shell/uibench.h"
+#include "shell/viewsettings.h"
 
 #ifndef QS_VERSION
 #define QS_VERSION "0.0.0"

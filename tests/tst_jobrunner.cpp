@@ -1,0 +1,210 @@
+// Tests of JobRunner (widgets/shared/jobrunner.h), the background job every streaming tab uses: rows arrive
+// in order and coalesced, progress is forwarded, Cancel reaches both the QPromise and the cancel flag, Pause
+// stops the worker at its next suspendIfRequested, an exception becomes error(), and the destructor cancels
+// and joins a running job.
+// Run: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_jobrunner` (ctest sets the platform itself).
+#include <QElapsedTimer>
+#include <QSignalSpy>
+#include <QThread>
+#include <QtTest>
+
+#include <atomic>
+#include <memory>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "jobrunner.h"
+
+namespace {
+
+// Spins the event loop until `done` or `ms` passed; returns done().
+template <class F>
+bool waitUntil(F done, int ms = 10000) {
+  QElapsedTimer t;
+  t.start();
+  while (!done() && t.elapsed() < ms) QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
+  return done();
+}
+
+}  // namespace
+
+class TestJobRunner : public QObject {
+  Q_OBJECT
+
+private slots:
+  void rowsArriveInOrderCoalesced();
+  void progressIsForwarded();
+  void cancelReachesPromiseAndFlag();
+  void pauseStopsTheWorker();
+  void exceptionBecomesError();
+  void startWhileRunningIsRefused();
+  void destructorCancelsAndJoins();
+};
+
+// 20,000 rows in four bursts 150 ms apart: all of them, in order, and far fewer rowsReady than rows
+// (each burst is posted in well under the 40 ms window), but more than one (rows stream while it runs).
+void TestJobRunner::rowsArriveInOrderCoalesced() {
+  JobRunner<int> job;
+  std::vector<int> got;
+  int updates = 0, updatesWhileRunning = 0;
+  connect(&job, &JobRunnerBase::rowsReady, this, [&] {
+    const std::vector<int> rows = job.takeRows();
+    if (rows.empty()) return;
+    ++updates;
+    if (job.isRunning()) ++updatesWhileRunning;
+    got.insert(got.end(), rows.begin(), rows.end());
+  });
+  QSignalSpy finished(&job, &JobRunnerBase::finished);
+  QVERIFY(job.start([](JobRunner<int>::Sink& sink) {
+    int next = 0;
+    for (int burst = 0; burst < 4; ++burst) {
+      for (int i = 0; i < 5000; ++i) sink.post(next++);
+      QThread::msleep(150);
+    }
+  }));
+  QVERIFY(job.isRunning());
+  QVERIFY(finished.wait(20000));
+  QVERIFY(!job.isRunning());
+  std::vector<int> want(20000);
+  std::iota(want.begin(), want.end(), 0);
+  QCOMPARE(got.size(), want.size());
+  QVERIFY(got == want);
+  QVERIFY2(updates < 200, qPrintable(QString::number(updates)));  // coalesced: not one update per row
+  QVERIFY2(updatesWhileRunning >= 2, qPrintable(QString::number(updatesWhileRunning)));  // streamed
+  QVERIFY(job.error().isEmpty());
+  QVERIFY(!job.isCancelled());
+}
+
+void TestJobRunner::progressIsForwarded() {
+  JobRunner<int> job;
+  QSignalSpy range(&job, &JobRunnerBase::progressRangeChanged);
+  QSignalSpy value(&job, &JobRunnerBase::progressValueChanged);
+  QSignalSpy finished(&job, &JobRunnerBase::finished);
+  job.start([](JobRunner<int>::Sink& sink) {
+    sink.setProgressRange(0, 7);
+    for (int i = 1; i <= 7; ++i) sink.setProgressValue(i);
+  });
+  QVERIFY(finished.wait(10000));
+  QVERIFY(!range.isEmpty());
+  QCOMPARE(range.last().at(0).toInt(), 0);
+  QCOMPARE(range.last().at(1).toInt(), 7);
+  QVERIFY(!value.isEmpty());
+  QCOMPARE(value.last().at(0).toInt(), 7);  // the final value always arrives (Qt throttles only the ones between)
+}
+
+// The job waits until it sees the cancel, through the promise and through the flag engine loops take;
+// it hands back which it saw. A job that never saw it times out after 10 s and reports false.
+void TestJobRunner::cancelReachesPromiseAndFlag() {
+  JobRunner<int, bool> job;
+  std::atomic<bool> started{false};
+  QSignalSpy finished(&job, &JobRunnerBase::finished);
+  job.start([&started](JobRunner<int, bool>::Sink& sink) {
+    started = true;
+    QElapsedTimer t;
+    t.start();
+    while (!(sink.isCanceled() && sink.cancelFlag()->load()) && t.elapsed() < 10000) QThread::msleep(1);
+    sink.setResult(sink.isCanceled() && sink.cancelFlag()->load());
+  });
+  QVERIFY(waitUntil([&] { return started.load(); }));
+  job.cancel();
+  QVERIFY(job.isCancelled());
+  QVERIFY(finished.wait(20000));
+  QVERIFY(job.result().has_value());
+  QVERIFY(*job.result());
+  QVERIFY(job.isCancelled());  // still true after finished, for the status line; cleared by the next start
+  job.start([](JobRunner<int, bool>::Sink& sink) { sink.setResult(sink.isCanceled()); });
+  QVERIFY(!job.isCancelled());
+  QVERIFY(finished.wait(10000));
+  QVERIFY(job.result() == std::optional<bool>(false));
+}
+
+// While paused, the worker posts nothing; after resuming it posts again; a cancel ends a paused job too.
+void TestJobRunner::pauseStopsTheWorker() {
+  JobRunner<int> job;
+  QSignalSpy finished(&job, &JobRunnerBase::finished);
+  std::atomic<int> posted{0};
+  job.start([&posted](JobRunner<int>::Sink& sink) {
+    while (!sink.isCanceled()) {
+      sink.post(posted++);
+      QThread::msleep(2);
+      sink.suspendIfRequested();
+    }
+  });
+  QVERIFY(waitUntil([&] { return posted.load() > 5; }));
+  job.setPaused(true);
+  QVERIFY(job.isPaused());
+  QThread::msleep(200);  // reaches its suspension point (one step: 2 ms)
+  const int atPause = posted.load();
+  QThread::msleep(300);
+  QCOMPARE(posted.load(), atPause);
+  job.setPaused(false);
+  QVERIFY(waitUntil([&] { return posted.load() > atPause + 5; }));
+  job.setPaused(true);
+  QThread::msleep(100);
+  job.cancel();  // wakes the suspended worker
+  QVERIFY(finished.wait(10000));
+  QVERIFY(!job.isPaused());
+}
+
+void TestJobRunner::exceptionBecomesError() {
+  JobRunner<int, int> job;
+  std::vector<int> got;
+  connect(&job, &JobRunnerBase::rowsReady, this, [&] {
+    for (int r : job.takeRows()) got.push_back(r);
+  });
+  QSignalSpy finished(&job, &JobRunnerBase::finished);
+  job.start([](JobRunner<int, int>::Sink& sink) {
+    sink.post(1);
+    sink.post(2);
+    throw std::runtime_error("cannot read x.npy: truncated");
+  });
+  QVERIFY(finished.wait(10000));
+  QCOMPARE(job.error(), QStringLiteral("cannot read x.npy: truncated"));
+  QVERIFY(!job.result().has_value());
+  QVERIFY(got == (std::vector<int>{1, 2}));  // rows posted before the exception are still delivered
+}
+
+void TestJobRunner::startWhileRunningIsRefused() {
+  JobRunner<int> job;
+  std::atomic<bool> release{false};
+  QSignalSpy finished(&job, &JobRunnerBase::finished);
+  QVERIFY(job.start([&release](JobRunner<int>::Sink&) {
+    while (!release) QThread::msleep(1);
+  }));
+  bool secondRan = false;
+  QVERIFY(!job.start([&secondRan](JobRunner<int>::Sink&) { secondRan = true; }));
+  release = true;
+  QVERIFY(finished.wait(10000));
+  QCOMPARE(finished.count(), 1);
+  QVERIFY(!secondRan);
+}
+
+// Destroying the runner (its panel closing) while the job runs: the job sees the cancel flag and the
+// destructor returns only after the worker has left the job.
+void TestJobRunner::destructorCancelsAndJoins() {
+  auto job = std::make_unique<JobRunner<int>>();
+  auto left = std::make_shared<std::atomic<bool>>(false);
+  auto sawCancel = std::make_shared<std::atomic<bool>>(false);
+  std::atomic<bool> started{false};
+  job->start([left, sawCancel, &started](JobRunner<int>::Sink& sink) {
+    started = true;
+    QElapsedTimer t;
+    t.start();
+    while (!sink.cancelFlag()->load() && t.elapsed() < 10000) {
+      sink.post(0);
+      QThread::msleep(1);
+    }
+    *sawCancel = sink.cancelFlag()->load();
+    QThread::msleep(50);  // the destructor must still be waiting
+    *left = true;
+  });
+  QVERIFY(waitUntil([&] { return started.load(); }));
+  job.reset();
+  QVERIFY(left->load());
+  QVERIFY(sawCancel->load());
+  QCoreApplication::processEvents();  // queued wake-ups of the dead runner are dropped, not delivered
+}
+
+QTEST_MAIN(TestJobRunner)
+#include "tst_jobrunner.moc"

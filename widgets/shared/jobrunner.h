@@ -1,0 +1,176 @@
+// JobRunner: the background job of a panel, written once. The job runs on a QtConcurrent worker with a
+// QPromise; what it produces (rows) is posted from the worker, kept under a mutex and handed to the UI
+// thread coalesced: one rowsReady() per ~40 ms however fast rows arrive, and a last one just before
+// finished(). Progress (QPromise's range and value) is forwarded as signals for a QProgressBar, Cancel
+// reaches the worker through the QPromise and through an atomic flag the engine's loops check, Pause
+// suspends the promise, and an exception that ends the job becomes error(). The UI thread never waits
+// for the job, except in cancelAndWait() when the owner is destroyed.
+// Used by the Latency tab (GEMM rows), the Model tab (heatmap cells), the Training tab (steps), and with
+// one Result and no rows by the Block scales (progress, Cancel), Conventions and Observers (a batch) tabs.
+// Exercise: tests/tst_latencypanel.cpp, tst_sqnrheatmap.cpp, tst_trainingpanel.cpp (cancel, pause, rows).
+//
+//   JobRunner<Row> m_job;                          // a member of the panel
+//   connect(&m_job, &JobRunnerBase::rowsReady, this, [this] { for (Row& r : m_job.takeRows()) ...; });
+//   connect(&m_job, &JobRunnerBase::finished, this, &Panel::onFinished);
+//   m_job.start([cfg](JobRunner<Row>::Sink& sink) { work(cfg, [&](Row r) { sink.post(std::move(r)); },
+//                                                          [&](done, total) { sink.setProgress...; return !sink.isCanceled(); }); });
+#pragma once
+
+#include <QFutureWatcher>
+#include <QMutex>
+#include <QMutexLocker>
+#include <QObject>
+#include <QPromise>
+#include <QString>
+#include <QTimer>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <variant>
+#include <vector>
+
+class JobRunnerBase : public QObject {
+  Q_OBJECT
+
+public:
+  static constexpr int kCoalesceMs = 40;  // rows arriving closer than this become one update
+
+  explicit JobRunnerBase(QObject* parent = nullptr);
+  ~JobRunnerBase() override;
+
+  bool isRunning() const { return m_running; }
+  // cancel() was called for the job in progress (or the last one); cleared by the next start.
+  bool isCancelled() const { return m_cancelled; }
+  bool isPaused() const { return m_running && (m_watcher.isSuspending() || m_watcher.isSuspended()); }
+  // Pause: the job stops at its next suspendIfRequested(); a cancel also wakes it.
+  void setPaused(bool paused);
+  // Asks the job to stop at its next check; rowsReady() and finished() follow as usual.
+  void cancel();
+  // For destructors: drops the signals, cancels and blocks until the worker has returned.
+  void cancelAndWait();
+  // What ended the last job: an exception's message, empty when it returned normally or was cancelled.
+  QString error() const;
+
+signals:
+  void progressRangeChanged(int minimum, int maximum);
+  void progressValueChanged(int value);
+  void rowsReady();  // coalesced; the derived class's takeRows() has them
+  void finished();   // the job has returned; isRunning() is already false, the last rows were delivered
+
+protected:
+  struct StateBase {
+    QMutex mutex;
+    QString error;
+    std::atomic<bool> notified{false};  // a rowsReady is on its way: later rows need no new wake-up
+    std::atomic<bool> cancel{false};    // for engine loops that take a cancel flag (Trainer::run)
+  };
+  void launch(std::shared_ptr<StateBase> state, QFuture<void> future);
+  void wake(StateBase& state);  // worker thread: a row was posted
+
+  std::shared_ptr<StateBase> m_state;
+
+private:
+  void onWatcherFinished();
+
+  QFutureWatcher<void> m_watcher;
+  QTimer m_coalesce;
+  bool m_running = false;
+  bool m_cancelled = false;
+};
+
+// Row: what the worker streams to the UI; Result: what it hands back once at the end (setResult).
+template <class Row, class Result = std::monostate>
+class JobRunner : public JobRunnerBase {
+  struct State : StateBase {
+    std::vector<Row> pending;
+    std::optional<Result> result;
+  };
+
+public:
+  // The worker's side of the job. Lives for the job's call only.
+  class Sink {
+  public:
+    void post(Row row) {
+      {
+        QMutexLocker lock(&m_state->mutex);
+        m_state->pending.push_back(std::move(row));
+      }
+      m_runner->wake(*m_state);
+    }
+    void setResult(Result r) {
+      QMutexLocker lock(&m_state->mutex);
+      m_state->result = std::move(r);
+    }
+    void setProgressRange(int minimum, int maximum) { m_promise.setProgressRange(minimum, maximum); }
+    void setProgressValue(int value) { m_promise.setProgressValue(value); }
+    bool isCanceled() const { return m_promise.isCanceled(); }
+    void suspendIfRequested() { m_promise.suspendIfRequested(); }  // Pause
+    const std::atomic<bool>* cancelFlag() const { return &m_state->cancel; }
+
+  private:
+    friend class JobRunner;
+    Sink(JobRunner* runner, State* state, QPromise<void>& promise) : m_runner(runner), m_state(state), m_promise(promise) {}
+    JobRunner* m_runner;
+    State* m_state;
+    QPromise<void>& m_promise;
+  };
+  using Job = std::function<void(Sink&)>;
+
+  explicit JobRunner(QObject* parent = nullptr) : JobRunnerBase(parent) {}
+  ~JobRunner() override { cancelAndWait(); }
+
+  // Runs `job` on a worker. false, doing nothing, while a job runs.
+  bool start(Job job) {
+    if (isRunning()) return false;
+    auto state = std::make_shared<State>();
+    QFuture<void> future = QtConcurrent::run([this, state, job = std::move(job)](QPromise<void>& promise) {
+      Sink sink(this, state.get(), promise);
+      try {
+        job(sink);
+      } catch (const std::exception& e) {
+        QMutexLocker lock(&state->mutex);
+        state->error = QString::fromUtf8(e.what());
+      }
+    });
+    launch(state, std::move(future));
+    return true;
+  }
+
+  // The rows posted since the last call, in order (UI thread).
+  std::vector<Row> takeRows() {
+    std::vector<Row> rows;
+    if (State* s = state()) {
+      QMutexLocker lock(&s->mutex);
+      rows.swap(s->pending);
+      s->notified.store(false);
+    }
+    return rows;
+  }
+  // What the last job handed to setResult; empty when it threw, was cancelled before it started, or
+  // never set one.
+  std::optional<Result> result() const {
+    if (State* s = state()) {
+      QMutexLocker lock(&s->mutex);
+      return s->result;
+    }
+    return std::nullopt;
+  }
+
+  // The same, moved out (a large result is not copied); result() is empty afterwards.
+  std::optional<Result> takeResult() {
+    std::optional<Result> out;
+    if (State* s = state()) {
+      QMutexLocker lock(&s->mutex);
+      out.swap(s->result);
+    }
+    return out;
+  }
+
+private:
+  State* state() const { return static_cast<State*>(m_state.get()); }
+};
