@@ -36,6 +36,8 @@
 #include <exception>
 
 #include "codeusagemap.h"
+#include "cuda/device.h"
+#include "cuda/train_cuda.cuh"
 #include "shared/elidedlabel.h"
 #include "shared/plotexport.h"
 #include "train/dataset.h"
@@ -144,6 +146,28 @@ void TrainingPanel::buildUi() {
   m_scaling->setToolTip(QStringLiteral("delayed: the scale comes from the amax history of the last 16 steps (/tensor schemes)"));
   m_steZero = new QCheckBox(QStringLiteral("STE: zero gradient if clipped"));
   m_steZero->setObjectName(QStringLiteral("steZeroCheck"));
+  m_device = new QComboBox;
+  m_device->setObjectName(QStringLiteral("deviceCombo"));
+  m_device->addItems({QStringLiteral("CPU"), QStringLiteral("GPU (CUDA)")});
+  {
+    const qs::cuda::DeviceInfo& d = qs::cuda::device_info();
+    auto* model = qobject_cast<QStandardItemModel*>(m_device->model());
+    if (QStandardItem* gpu = model ? model->item(1) : nullptr) {
+      gpu->setEnabled(d.available);
+      gpu->setToolTip(d.available ? QStringLiteral("Train on %1: cuBLAS fp32, int8 layers, fake quantization and the "
+                                                   "optimizers on the device")
+                                        .arg(QString::fromStdString(d.name))
+                                  : QString::fromStdString(d.message));
+      if (d.available) gpu->setText(QStringLiteral("GPU: %1").arg(QString::fromStdString(d.name)));
+    }
+    m_device->setToolTip(d.available ? QStringLiteral("Where runs train") : QString::fromStdString(d.message));
+  }
+  m_int8 = new QCheckBox(QStringLiteral("int8 layers (GPU)"));
+  m_int8->setObjectName(QStringLiteral("int8Check"));
+  m_int8->setToolTip(QStringLiteral("int8 linear layers: activations per tensor and weights per channel quantized in "
+                                    "every forward, int8 GEMM, float32 backward (no weight / activation scheme)"));
+  m_int8->setEnabled(false);
+  connect(m_device, &QComboBox::currentIndexChanged, this, [this](int i) { m_int8->setEnabled(i == 1); });
   m_seed = new QSpinBox;
   m_seed->setObjectName(QStringLiteral("seedSpin"));
   m_seed->setRange(0, 1'000'000);
@@ -209,6 +233,8 @@ void TrainingPanel::buildUi() {
   form->addRow(QStringLiteral("Scaling:"), m_scaling);
   form->addRow(m_steZero);  // both columns: the whole text shows in the side column
   form->addRow(QStringLiteral("Seed:"), m_seed);
+  form->addRow(QStringLiteral("Device:"), m_device);
+  form->addRow(m_int8);
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(m_startButton);
   buttons->addWidget(m_pauseButton);
@@ -276,6 +302,8 @@ QStringList TrainingPanel::presetNames() {
 
 bool TrainingPanel::fashionMnistAvailable() { return qs::fashion_mnist_present(qs::default_fashion_mnist_dir()); }
 
+bool TrainingPanel::gpuSelected() const { return m_device->currentIndex() == 1; }
+
 bool TrainingPanel::syntheticSelected() const { return m_dataset->currentData().toBool(); }
 
 bool TrainingPanel::isPaused() const { return m_job.isPaused(); }
@@ -302,6 +330,7 @@ qs::TrainConfig TrainingPanel::config(QString* error) const {
   c.scaling = m_scaling->currentIndex() == 1 ? qs::ScalingMode::Delayed : qs::ScalingMode::Current;
   c.ste_zero_clipped = m_steZero->isChecked();
   c.seed = uint64_t(m_seed->value());
+  c.int8 = gpuSelected() && m_int8->isChecked();
   try {
     qs::validate(c);
   } catch (const std::exception& e) {
@@ -324,6 +353,7 @@ void TrainingPanel::setConfig(const qs::TrainConfig& c, bool synthetic) {
   m_scaling->setCurrentIndex(c.scaling == qs::ScalingMode::Delayed ? 1 : 0);
   m_steZero->setChecked(c.ste_zero_clipped);
   m_seed->setValue(int(std::min<uint64_t>(c.seed, 1'000'000)));
+  m_int8->setChecked(c.int8);
 }
 
 void TrainingPanel::showStatus(const QString& text, bool error) {
@@ -356,10 +386,22 @@ bool TrainingPanel::startRun(const qs::TrainConfig& cfgIn, bool synthetic) {
     showStatus(QStringLiteral("Fashion-MNIST is not installed: %1").arg(QString::fromUtf8(qs::fashion_mnist_install_hint())), true);
     return false;
   }
+  if (gpuSelected()) {  // no device (or no CUDA build): one line, nothing started
+    if (const std::string why = qs::cuda::training_unsupported(cfgIn); !why.empty()) {
+      showStatus(QStringLiteral("GPU training: %1").arg(QString::fromStdString(why)), true);
+      return false;
+    }
+  } else if (cfgIn.int8) {
+    showStatus(QStringLiteral("int8 layers train on the GPU: choose the GPU as the device"), true);
+    return false;
+  }
   auto run = std::make_unique<TrainingRun>();
   run->id = m_nextId++;
   run->config = cfgIn;
   run->name = runName(run->id, cfgIn);
+  if (cfgIn.int8) run->name = QStringLiteral("#%1 %2 int8 layers").arg(run->id).arg(QString::fromLatin1(qs::to_string(cfgIn.optimizer)));
+  const bool gpu = gpuSelected();
+  if (gpu) run->name += QStringLiteral(" (GPU)");
   run->dataset = synthetic ? QStringLiteral("synthetic") : QStringLiteral("fashion-mnist");
   run->color = palette::color(run->id - 1);
   run->status = QStringLiteral("running");
@@ -381,20 +423,27 @@ bool TrainingPanel::startRun(const qs::TrainConfig& cfgIn, bool synthetic) {
   const qs::TrainConfig cfg = cfgIn;
   const bool wantHistograms = m_active->hasFormat;
   using Job = JobRunner<qs::StepMetrics, qs::TrainResult>;
-  auto job = [cfg, synthetic, wantHistograms](Job::Sink& sink) {
+  auto job = [cfg, synthetic, wantHistograms, gpu](Job::Sink& sink) {
     const std::shared_ptr<const qs::DataSplit> data = cachedData(synthetic);
     qs::TrainConfig c = cfg;
     const uint64_t total = uint64_t(c.epochs) * ((data->train->size() + uint64_t(c.batch) - 1) / uint64_t(c.batch));
     c.histogram_every = wantHistograms ? int(std::max<uint64_t>(1, total / 300)) : 0;  // about 300 heatmap columns
-    qs::Trainer trainer(c, data->train, data->test);
-    sink.setProgressRange(0, int(std::min<uint64_t>(total, INT32_MAX)));
-    sink.setResult(trainer.run([&](qs::StepMetrics m) {
+    auto on_step = [&](qs::StepMetrics m) {
       const int step = int(m.step);
       sink.post(std::move(m));
       sink.setProgressValue(step);
       sink.suspendIfRequested();  // Pause
       return !sink.isCanceled();  // Stop
-    }, sink.cancelFlag()));  // Stop within the step in progress (a large batch's step can take seconds)
+    };
+    if (gpu) {  // the same loop, metrics and callback on the device (cuda/train_cuda.cuh)
+      sink.setProgressRange(0, int(std::min<uint64_t>(total, INT32_MAX)));
+      sink.setResult(qs::cuda::train_cuda(c, data->train, data->test, on_step, sink.cancelFlag()));
+      return;
+    }
+    qs::Trainer trainer(c, data->train, data->test);
+    sink.setProgressRange(0, int(std::min<uint64_t>(total, INT32_MAX)));
+    // Stop within the step in progress (a large batch's step can take seconds)
+    sink.setResult(trainer.run(on_step, sink.cancelFlag()));
   };
   m_stopping = false;
   m_progress->setRange(0, 1);

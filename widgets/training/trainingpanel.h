@@ -49,6 +49,9 @@ public:
   // the defaults with *error set to one line naming the problem.
   qs::TrainConfig config(QString* error = nullptr) const;
   bool syntheticSelected() const;
+  // Where runs train: the CPU lab, or the GPU (qs::cuda::train_cuda) when this build and machine have one.
+  // The GPU entry is disabled otherwise, with the reason in its tooltip.
+  bool gpuSelected() const;
   // Sets the controls (schemes as text, empty = fp32).
   void setConfig(const qs::TrainConfig& cfg, bool synthetic);
   static bool fashionMnistAvailable();
@@ -118,6 +121,8 @@ private:
   QComboBox* m_rounding = nullptr;
   QComboBox* m_scaling = nullptr;
   QCheckBox* m_steZero = nullptr;
+  QComboBox* m_device = nullptr;
+  QCheckBox* m_int8 = nullptr;
   QSpinBox* m_seed = nullptr;
   QPushButton* m_startButton = nullptr;
   QPushButton* m_pauseButton = nullptr;
