@@ -193,6 +193,132 @@ __global__ void __launch_bounds__(256) fq_nearest_kernel(KernelParams p, const f
   flush_counts(c, counts);
 }
 
+// Values-only stochastic rounding of plain formats (p.fast_ok, no codes, 1 <= 23 - M <= 22, every index of
+// the call in one 2^32 block so that one key serves the whole grid): fast_bits' stochastic branch with the
+// per-element branches turned into selects and the call's constants (scaled, saturating) as template
+// arguments; ~rnd >> (9 + M) is written (2^(23-M) - 1) - (rnd >> (9 + M)). An element fast_bits would refuse
+// (NaN, inf, a nonzero subnormal of the format, ieee overflow) is redone alone with encode_bits, as
+// fake_quant_kernel does it, and counts as there; the fast path's own counts are its clips (its underflow
+// count is always 0: a normal result stays >= 2^emin). Two float4 per thread in flight (U = 2; four: 0.786
+// against 0.800 on H200, more registers), streaming hints, at most one wave of blocks.
+//
+// Division (Dbl): y = RN32(x * d) in double with d = RN64(1 / scale), no branch, where x / scale (IEEE, a
+// branch to a slow path per element) was the kernel's largest cost (H200: 0.616 with it, 0.800 without).
+// For a positive normal scale s = S 2^b (2^23 <= S < 2^24) and float32 x = X 2^a: |x * d - x / s| <= 2^-52
+// |x / s| (two double roundings, no overflow or underflow in double), while x / s is never a float32
+// rounding midpoint m = M 2^c (M odd, 25 bits: S' M would have to fit 24 bits) and lies at least 2^c / S >
+// 2^-49 |m| from each one (x - s m is a nonzero multiple of 2^(b + c)); the same holds for the overflow
+// threshold and for the midpoint (2^24 - 1) 2^-150 just below 2^-126 (there a multiple of 2^(b - 150),
+// >= 2^-48 |m|). So RN32(x * d) = RN32(x / s) whenever either is >= 2^-126; a result below 2^-126 (a float32
+// subnormal, which fast_bits refuses too since 2^emin >= 2^-126, or 0 from a nonzero x) takes the exact
+// fallback.
+template <bool Scaled, bool Sat, bool Dbl>
+__device__ __forceinline__ float stoch_one(const KernelParams& p, double d, float x, uint32_t rs, uint32_t addc,
+                                           uint32_t keep, bool& bad, uint32_t& clips) {
+  const float y = Scaled ? (Dbl ? __double2float_rn(double(x) * d) : x / p.scale) : x;
+  const uint32_t u = float_to_bits(y);
+  const uint32_t sign = u & 0x80000000u;
+  uint32_t a = u & 0x7fffffffu;
+  bool b = a >= 0x7f800000u;
+  bool clipped = false;
+  if (Sat) {
+    const bool big = a > p.max_bits;
+    clipped = big && a >= p.ovf_bits;
+    a = big ? p.max_bits : a;
+  }
+  const bool sub = a < p.min_normal_bits;
+  b = b || (sub && (Scaled && Dbl ? x != 0.0f : a != 0u));
+  const uint32_t vb = sub ? 0u : ((a + (addc - rs)) & keep);  // rs = rnd >> (9 + M)
+  if (!Sat) b = b || vb > p.max_bits;
+  const uint32_t sgn = (p.has_neg_zero || vb != 0u) ? sign : 0u;
+  clips += (clipped && !b) ? 1u : 0u;
+  bad = b;
+  const float v = bits_to_float(vb | sgn);
+  return Scaled ? v * p.scale : v;
+}
+
+// stochastic_mix(key, lo) with the first xor-shift folded: (lo ^ key) ^ ((lo ^ key) >> 16) = lo ^ (lo >> 16) ^ k1,
+// k1 = key ^ (key >> 16). (Measured and dropped: right shifts as umulhi(v, 2^(32 - k)) on the multiplier
+// instead of the integer ALU, 0.74-0.78 against 0.79-0.80 on H200.)
+__device__ __forceinline__ uint32_t mix_k1(uint32_t lo, uint32_t key, uint32_t k1) {
+  uint32_t x = lo ^ (lo >> 16) ^ k1;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return hash32(x + key);
+}
+
+template <bool Scaled, bool Sat, bool Dbl, int U>
+__global__ void __launch_bounds__(256) fq_stoch_kernel(KernelParams p, double d, const float* __restrict__ x,
+                                                       float* __restrict__ y, std::size_t n, uint64_t index0, uint32_t key,
+                                                       DeviceCounts* counts) {
+  BitsCounts c;
+  const uint32_t s0 = 23u - uint32_t(p.M), sh = 32u - s0, addc = (1u << s0) - 1u, keep = ~addc;
+  const uint32_t lo0 = uint32_t(index0), k1 = key ^ (key >> 16);
+  const std::size_t n4 = n / 4;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  const float4* x4 = reinterpret_cast<const float4*>(x);
+  float4* y4 = reinterpret_cast<float4*>(y);
+  std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  uint32_t clips = 0;
+  for (; i + (U - 1) * stride < n4; i += U * stride) {
+    float4 v[U];
+#pragma unroll
+    for (int k = 0; k < U; ++k) v[k] = __ldcs(x4 + i + k * stride);
+    float o[4 * U];
+    uint32_t mask = 0;
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      const float in[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+      const uint32_t lo = lo0 + 4u * uint32_t(i + k * stride);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        bool b;
+        o[4 * k + j] = stoch_one<Scaled, Sat, Dbl>(p, d, in[j], mix_k1(lo + j, key, k1) >> sh, addc, keep, b, clips);
+        mask |= uint32_t(b) << (4 * k + j);
+      }
+    }
+    if (mask) {
+      // Rare: the refused elements one by one through encode_bits (local copies, one inlined encoder).
+      float xin[4 * U], xo[4 * U];
+#pragma unroll
+      for (int k = 0; k < U; ++k) {
+        xin[4 * k] = v[k].x, xin[4 * k + 1] = v[k].y, xin[4 * k + 2] = v[k].z, xin[4 * k + 3] = v[k].w;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) xo[4 * k + j] = o[4 * k + j];
+      }
+      while (mask) {
+        const int e = __ffs(mask) - 1;
+        mask &= mask - 1u;
+        const uint32_t lo = lo0 + 4u * uint32_t(i + (e >> 2) * stride) + uint32_t(e & 3);
+        uint32_t code;
+        encode_bits(p, xin[e], stochastic_mix(key, lo), code, xo[e], c);
+      }
+#pragma unroll
+      for (int e = 0; e < 4 * U; ++e) o[e] = xo[e];
+    }
+#pragma unroll
+    for (int k = 0; k < U; ++k) __stcs(y4 + i + k * stride, make_float4(o[4 * k], o[4 * k + 1], o[4 * k + 2], o[4 * k + 3]));
+  }
+  c.overflow += clips;
+  uint32_t key_hi = uint32_t(index0 >> 32), kk = key;
+  for (; i < n4; i += stride) {
+    uint32_t code[4];
+    float4 w;
+    encode4<true, true>(p, x4[i], index0 + 4 * i, key_hi, kk, w, code, c);
+    y4[i] = w;
+  }
+  if (blockIdx.x == 0 && threadIdx.x < n - 4 * n4) {
+    const std::size_t j = 4 * n4 + threadIdx.x;
+    uint32_t code;
+    float out;
+    encode_bits(p, x[j], stochastic_bits(p.seed, index0 + j), code, out, c);
+    y[j] = out;
+  }
+  flush_counts(c, counts);
+}
+
 // One wave of resident 256-thread blocks of `Kernel` for n elements (in groups of four): the grid-stride
 // loops do the rest, so no block waits for a second wave. Occupancy is queried once per kernel.
 template <auto Kernel>
@@ -214,12 +340,48 @@ void launch_one(const KernelParams& p, const float* x, float* y, uint16_t* codes
   kernel<<<one_wave_blocks<kernel>(n), 256, 0, stream>>>(p, x, y, codes, n, index0, counts);
 }
 
+template <bool Scaled, bool Sat, bool Dbl>
+void launch_stoch_t(const KernelParams& p, const float* x, float* y, std::size_t n, uint64_t index0, uint32_t key,
+                    DeviceCounts* counts, cudaStream_t stream) {
+  constexpr int U = 2;
+  constexpr auto kernel = fq_stoch_kernel<Scaled, Sat, Dbl, U>;
+  // One wave at most, and no more blocks than give every thread U groups of four, so that small calls (the
+  // self-test's) run the main loop too.
+  const int wave = one_wave_blocks<kernel>(n);
+  const std::size_t want = (n / 4 + std::size_t(256) * U - 1) / (std::size_t(256) * U);
+  const int blocks = int(std::max<std::size_t>(1, std::min<std::size_t>(want, std::size_t(wave))));
+  kernel<<<blocks, 256, 0, stream>>>(p, 1.0 / double(p.scale), x, y, n, index0, key, counts);
+}
+
+// The stochastic values-only kernel above when it applies; false otherwise. Tuning switches (A/B in one
+// build): QS_FQ_STOCH=generic forces fake_quant_kernel, QS_FQ_STOCH_DIV=ieee divides by the scale as
+// fast_bits does instead of the double product.
+bool launch_stoch(const KernelParams& p, const float* x, float* y, std::size_t n, uint64_t index0, DeviceCounts* counts,
+                  cudaStream_t stream) {
+  const char* force = std::getenv("QS_FQ_STOCH");
+  if (force && std::strcmp(force, "generic") == 0) return false;
+  if (p.M < 1 || p.M > 22 || (index0 >> 32) != ((index0 + n - 1) >> 32)) return false;
+  const uint32_t key = stochastic_key(p.seed, uint32_t(index0 >> 32));
+  const char* fd = std::getenv("QS_FQ_STOCH_DIV");
+  const bool scaled = p.scale != 1.0f, sat = p.saturate;
+  // The double product's argument needs a positive normal scale (see stoch_one).
+  const bool dbl = std::isnormal(p.scale) && p.scale > 0.0f && !(fd && std::strcmp(fd, "ieee") == 0);
+  void (*launch)(const KernelParams&, const float*, float*, std::size_t, uint64_t, uint32_t, DeviceCounts*, cudaStream_t);
+  if (scaled && sat) launch = dbl ? launch_stoch_t<true, true, true> : launch_stoch_t<true, true, false>;
+  else if (scaled) launch = dbl ? launch_stoch_t<true, false, true> : launch_stoch_t<true, false, false>;
+  else if (sat) launch = launch_stoch_t<false, true, false>;
+  else launch = launch_stoch_t<false, false, false>;
+  launch(p, x, y, n, index0, key, counts, stream);
+  return true;
+}
+
 void launch_fake_quant(const KernelParams& p, const float* x, float* y, uint16_t* codes, std::size_t n, uint64_t index0,
                        DeviceCounts* counts, cudaStream_t stream) {
   if (n == 0) return;
   const bool fast = p.fast_ok && !codes;
   if (p.stochastic) {
-    if (fast) launch_one<true, true>(p, x, y, codes, n, index0, counts, stream);
+    if (fast && y && launch_stoch(p, x, y, n, index0, counts, stream)) {
+    } else if (fast) launch_one<true, true>(p, x, y, codes, n, index0, counts, stream);
     else launch_one<true, false>(p, x, y, codes, n, index0, counts, stream);
   } else {
     if (fast && y && p.rmode == 0) fq_nearest_kernel<<<one_wave_blocks<fq_nearest_kernel>(n), 256, 0, stream>>>(p, x, y, n, counts);

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -320,6 +321,171 @@ __global__ void quantize_tensor_kernel(const T* __restrict__ x, std::size_t n, c
     q[i] = q8(load(x, i), s);
 }
 
+// Per tensor, vectorised (x 16-byte aligned, q 8-byte aligned; the scalar kernels above otherwise).
+// Both passes run one wave of 256-thread blocks over "chunks" of kTU vector words per thread (kTU * 256 *
+// blocks words each). The amax pass walks the chunks forwards, the quantization pass backwards, so that
+// it starts on the chunks the amax pass read last, which are still in L2 (50 MB on H100); it reads x
+// with evict-first hints. Codes: rint(x * r) with r = RN(1 / s), as in the per-row kernels (q4_f32, and
+// for float16 the same test per element), the exact q8 for a group where any element lies within 2^-15 of
+// a half-integer or is not finite. The per-tensor bound |x / s| <= 127 (1 + 2^-23) holds as per row.
+// float16 amax: packed 16-bit maxima of |x| bit patterns; a thread whose maximum is inf or NaN (>= 0x7c00)
+// walks its words again with finite_abs.
+constexpr int kTU = 4;
+
+__device__ __forceinline__ float amax4(float m, const float4& v) {
+  return fmaxf(fmaxf(m, fmaxf(finite_abs(v.x), finite_abs(v.y))), fmaxf(finite_abs(v.z), finite_abs(v.w)));
+}
+
+__device__ __forceinline__ void block_amax_out(float m, unsigned int* amax_bits) {
+  m = block_max(m);
+  if (threadIdx.x == 0 && m > 0.0f) atomicMax(amax_bits, __float_as_uint(m));
+}
+
+__global__ void __launch_bounds__(256) amax_f32v_kernel(const float* __restrict__ x, std::size_t n, unsigned int* amax_bits) {
+  const std::size_t n4 = n / 4, stride = std::size_t(gridDim.x) * blockDim.x;
+  const float4* x4 = reinterpret_cast<const float4*>(x);
+  std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  float m = 0.0f;
+  for (; i + (kTU - 1) * stride < n4; i += kTU * stride) {
+    float4 v[kTU];
+#pragma unroll
+    for (int k = 0; k < kTU; ++k) v[k] = x4[i + k * stride];
+#pragma unroll
+    for (int k = 0; k < kTU; ++k) m = amax4(m, v[k]);
+  }
+  for (; i < n4; i += stride) m = amax4(m, x4[i]);
+  if (blockIdx.x == 0 && threadIdx.x < n - 4 * n4) m = fmaxf(m, finite_abs(x[4 * n4 + threadIdx.x]));
+  block_amax_out(m, amax_bits);
+}
+
+__device__ __forceinline__ uint32_t absmax_bits8(uint32_t mx, const uint4& v) {
+  mx = __vmaxu2(mx, v.x & 0x7fff7fffu);
+  mx = __vmaxu2(mx, v.y & 0x7fff7fffu);
+  mx = __vmaxu2(mx, v.z & 0x7fff7fffu);
+  return __vmaxu2(mx, v.w & 0x7fff7fffu);
+}
+
+__global__ void __launch_bounds__(256) amax_f16v_kernel(const __half* __restrict__ x, std::size_t n, unsigned int* amax_bits) {
+  const std::size_t n8 = n / 8, stride = std::size_t(gridDim.x) * blockDim.x;
+  const uint4* x8 = reinterpret_cast<const uint4*>(x);
+  const std::size_t i0 = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  std::size_t i = i0;
+  uint32_t mx = 0;
+  for (; i + (kTU - 1) * stride < n8; i += kTU * stride) {
+    uint4 v[kTU];
+#pragma unroll
+    for (int k = 0; k < kTU; ++k) v[k] = x8[i + k * stride];
+#pragma unroll
+    for (int k = 0; k < kTU; ++k) mx = absmax_bits8(mx, v[k]);
+  }
+  for (; i < n8; i += stride) mx = absmax_bits8(mx, x8[i]);
+  mx = max(mx & 0xffffu, mx >> 16);
+  float m = __half2float(__ushort_as_half(static_cast<unsigned short>(mx)));
+  if (mx >= 0x7c00u) {  // inf or NaN among this thread's words: their finite maximum instead
+    m = 0.0f;
+    for (std::size_t j = i0; j < n8; j += stride) m = fmaxf(m, max8(x8[j]));
+  }
+  if (blockIdx.x == 0 && threadIdx.x < n - 8 * n8) m = fmaxf(m, finite_abs(__half2float(x[8 * n8 + threadIdx.x])));
+  block_amax_out(m, amax_bits);
+}
+
+__device__ __forceinline__ float tensor_scale(const unsigned int* amax_bits, float* scale) {
+  const float s = fmaxf(__uint_as_float(*amax_bits) / 127.0f, 1e-8f);
+  if (blockIdx.x == 0 && threadIdx.x == 0) *scale = s;
+  return s;
+}
+
+__global__ void __launch_bounds__(256) quantize_tensor_f32v_kernel(const float* __restrict__ x, std::size_t n,
+                                                                   const unsigned int* amax_bits, int8_t* __restrict__ q,
+                                                                   float* __restrict__ scale) {
+  const float s = tensor_scale(amax_bits, scale), r = __frcp_rn(s);
+  const std::size_t n4 = n / 4, stride = std::size_t(gridDim.x) * blockDim.x, chunk = kTU * stride;
+  const float4* x4 = reinterpret_cast<const float4*>(x);
+  uint32_t* q4 = reinterpret_cast<uint32_t*>(q);
+  const std::size_t t = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (std::size_t c = (n4 + chunk - 1) / chunk; c-- > 0;) {
+    const std::size_t i = c * chunk + t;
+    float4 v[kTU];
+#pragma unroll
+    for (int k = 0; k < kTU; ++k)
+      if (i + k * stride < n4) v[k] = __ldcs(x4 + i + k * stride);
+#pragma unroll
+    for (int k = 0; k < kTU; ++k)
+      if (i + k * stride < n4) q4[i + k * stride] = q4_f32(v[k], r, s);
+  }
+  if (blockIdx.x == 0 && threadIdx.x < n - 4 * n4) q[4 * n4 + threadIdx.x] = q8(x[4 * n4 + threadIdx.x], s);
+}
+
+// Eight halves -> eight codes by rint(x * r); ok turns false when one of them needs q8.
+__device__ __forceinline__ uint2 q8x8_fast(const uint4& v, float r, bool& ok) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  uint32_t pr[4];
+#pragma unroll
+  for (int h = 0; h < 4; ++h) {
+    const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[h]));
+    const float t0 = __fmaf_rn(f.x, r, kRoundMagic), t1 = __fmaf_rn(f.y, r, kRoundMagic);
+    const float d0 = __fmaf_rn(f.x, r, -__fsub_rn(t0, kRoundMagic));
+    const float d1 = __fmaf_rn(f.y, r, -__fsub_rn(t1, kRoundMagic));
+    ok = ok && fabsf(d0) <= kNearHalf && fabsf(d1) <= kNearHalf;  // false for NaN (inf or NaN input)
+    pr[h] = __byte_perm(__float_as_uint(t0), __float_as_uint(t1), 0x0040);
+  }
+  return make_uint2(__byte_perm(pr[0], pr[1], 0x5410), __byte_perm(pr[2], pr[3], 0x5410));
+}
+
+__global__ void __launch_bounds__(256) quantize_tensor_f16v_kernel(const __half* __restrict__ x, std::size_t n,
+                                                                   const unsigned int* amax_bits, int8_t* __restrict__ q,
+                                                                   float* __restrict__ scale) {
+  const float s = tensor_scale(amax_bits, scale), r = __frcp_rn(s);
+  const std::size_t n8 = n / 8, stride = std::size_t(gridDim.x) * blockDim.x, chunk = kTU * stride;
+  const uint4* x8 = reinterpret_cast<const uint4*>(x);
+  uint2* q8p = reinterpret_cast<uint2*>(q);
+  const std::size_t t = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (std::size_t c = (n8 + chunk - 1) / chunk; c-- > 0;) {
+    const std::size_t i = c * chunk + t;
+    uint4 v[kTU];
+#pragma unroll
+    for (int k = 0; k < kTU; ++k)
+      if (i + k * stride < n8) v[k] = __ldcs(x8 + i + k * stride);
+#pragma unroll
+    for (int k = 0; k < kTU; ++k)
+      if (i + k * stride < n8) {
+        bool ok = true;
+        uint2 o = q8x8_fast(v[k], r, ok);
+        if (!ok) o = q8x8(v[k], s);
+        q8p[i + k * stride] = o;
+      }
+  }
+  if (blockIdx.x == 0 && threadIdx.x < n - 8 * n8) q[8 * n8 + threadIdx.x] = q8(__half2float(x[8 * n8 + threadIdx.x]), s);
+}
+
+// Launches the vectorised per-tensor pair; false when the pointers are not aligned for it.
+template <typename T>
+bool launch_tensor_vec(const T* x, std::size_t n, int8_t* q, float* scales, unsigned int* amax_bits, cudaStream_t stream) {
+  if (std::getenv("QS_QTENSOR_SCALAR")) return false;  // A/B against the scalar pair (tuning)
+  if (reinterpret_cast<std::uintptr_t>(x) % 16 != 0 || reinterpret_cast<std::uintptr_t>(q) % 8 != 0) return false;
+  static int per_sm = 0, sms = 0;
+  if (!per_sm) {
+    int a = 0, b = 0;
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "device query");
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a, sizeof(T) == 4 ? (const void*)amax_f32v_kernel : (const void*)amax_f16v_kernel, 256, 0), "occupancy");
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, sizeof(T) == 4 ? (const void*)quantize_tensor_f32v_kernel : (const void*)quantize_tensor_f16v_kernel, 256, 0), "occupancy");
+    per_sm = std::max(1, std::min(a, b));
+  }
+  const std::size_t words = sizeof(T) == 4 ? n / 4 : n / 8;
+  const int blocks = int(std::max<std::size_t>(1, std::min<std::size_t>((words + 255) / 256, std::size_t(sms) * per_sm)));
+  check(cudaMemsetAsync(amax_bits, 0, sizeof(unsigned int), stream), "memset");
+  if constexpr (sizeof(T) == 4) {
+    amax_f32v_kernel<<<blocks, 256, 0, stream>>>(x, n, amax_bits);
+    quantize_tensor_f32v_kernel<<<blocks, 256, 0, stream>>>(x, n, amax_bits, q, scales);
+  } else {
+    const auto* xh = reinterpret_cast<const __half*>(x);
+    amax_f16v_kernel<<<blocks, 256, 0, stream>>>(xh, n, amax_bits);
+    quantize_tensor_f16v_kernel<<<blocks, 256, 0, stream>>>(xh, n, amax_bits, q, scales);
+  }
+  check(cudaGetLastError(), "kernel launch");
+  return true;
+}
+
 template <typename T>
 void launch(const T* x, std::size_t rows, std::size_t cols, bool per_row, int8_t* q, float* scales,
             unsigned int* amax_bits, cudaStream_t stream) {
@@ -359,6 +525,7 @@ void launch(const T* x, std::size_t rows, std::size_t cols, bool per_row, int8_t
     quantize_rows_kernel<T><<<unsigned(rows), 256, 0, stream>>>(x, cols, q, scales);
   } else {
     const std::size_t n = rows * cols;
+    if (launch_tensor_vec(x, n, q, scales, amax_bits, stream)) return;
     int sms = 0;
     check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "device query");
     const int blocks = int(std::min<std::size_t>((n + 255) / 256, std::size_t(sms) * 8));
