@@ -97,14 +97,14 @@ void add_train(CLI::App& app) {
 
     DataSplit data;
     if (o.dataset == "synthetic") {
-      data = make_synthetic(6000, 1000, o.seed);
+      data = make_synthetic_dataset(6000, 1000, o.seed);
     } else if (o.dataset == "fashion-mnist") {
       const std::string dir = o.data_dir.empty() ? default_fashion_mnist_dir() : o.data_dir;
       std::string missing;
       if (!fashion_mnist_present(dir, &missing) && ds->count() == 0 && o.data_dir.empty()) {
         std::cerr << "train: Fashion-MNIST not found (" << missing << "); " << fashion_mnist_install_hint()
                   << ". Using the synthetic data set.\n";
-        data = make_synthetic(6000, 1000, o.seed);
+        data = make_synthetic_dataset(6000, 1000, o.seed);
       } else {
         data = load_fashion_mnist(dir);  // missing or corrupt files: one-line IoError
       }

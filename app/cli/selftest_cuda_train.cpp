@@ -293,7 +293,7 @@ void delayed_cases(const std::function<void(const SelftestCase&)>& report) {
 }
 
 void training_cases(const std::function<void(const SelftestCase&)>& report) {
-  const DataSplit d = make_synthetic(4000, 500, 5);
+  const DataSplit d = make_synthetic_dataset(4000, 500, 5);
   struct Run {
     const char* name;
     std::function<void(TrainConfig&)> set;

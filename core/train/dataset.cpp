@@ -173,7 +173,7 @@ DataSplit load_fashion_mnist(const std::string& dir) {
   return s;
 }
 
-DataSplit make_synthetic(std::size_t train, std::size_t test, uint64_t seed) {
+DataSplit make_synthetic_dataset(std::size_t train, std::size_t test, uint64_t seed) {
   if (train == 0 || test == 0) throw std::invalid_argument("synthetic data set: train and test sizes must be >= 1");
   Mix rng{seed * 0x2545f4914f6cdd1dULL + 0x1234567};
   std::vector<Image> templates;

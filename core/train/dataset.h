@@ -3,7 +3,7 @@
 // of the same shape, so demos and tests run without the download. Exercise: tests/tst_idx.cpp,
 // `quantscope-cli train --dataset synthetic --epochs 1`.
 //
-//   qs::DataSplit d = qs::fashion_mnist_present(dir) ? qs::load_fashion_mnist(dir) : qs::make_synthetic();
+//   qs::DataSplit d = qs::fashion_mnist_present(dir) ? qs::load_fashion_mnist(dir) : qs::make_synthetic_dataset();
 //   std::vector<float> x(n * d.train.features()); std::vector<int> y(n);
 //   d.train.gather(indices.data(), n, x.data(), y.data());   // pixels / 255 in [0, 1]
 #pragma once
@@ -58,6 +58,6 @@ DataSplit load_fashion_mnist(const std::string& dir = default_fashion_mnist_dir(
 // by up to 3 pixels, scaled in brightness, mixed 20-45% with another class's template, with noise added.
 // Learnable but not trivial: the default MLP with Adam reaches about 0.87 test accuracy after 5 epochs.
 // `train`, `test` >= 1 (std::invalid_argument otherwise).
-DataSplit make_synthetic(std::size_t train = 6000, std::size_t test = 1000, uint64_t seed = 1);
+DataSplit make_synthetic_dataset(std::size_t train = 6000, std::size_t test = 1000, uint64_t seed = 1);
 
 }  // namespace qs

@@ -306,8 +306,8 @@ TEST(Idx, InstalledFashionMnist) {
 }
 
 TEST(Idx, Synthetic) {
-  const qs::DataSplit a = qs::make_synthetic(200, 50, 7), b = qs::make_synthetic(200, 50, 7),
-                      c = qs::make_synthetic(200, 50, 8);
+  const qs::DataSplit a = qs::make_synthetic_dataset(200, 50, 7), b = qs::make_synthetic_dataset(200, 50, 7),
+                      c = qs::make_synthetic_dataset(200, 50, 8);
   EXPECT_TRUE(a.synthetic);
   EXPECT_EQ(a.train->size(), 200u);
   EXPECT_EQ(a.test->size(), 50u);
@@ -319,5 +319,5 @@ TEST(Idx, Synthetic) {
     per_class[l]++;
   }
   for (int n : per_class) EXPECT_GT(n, 5) << "a class is (almost) missing";
-  EXPECT_THROW(qs::make_synthetic(0, 10, 1), std::invalid_argument);
+  EXPECT_THROW(qs::make_synthetic_dataset(0, 10, 1), std::invalid_argument);
 }

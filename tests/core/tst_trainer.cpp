@@ -26,7 +26,7 @@
 namespace {
 
 const qs::DataSplit& small_data() {
-  static const qs::DataSplit d = qs::make_synthetic(640, 200, 3);
+  static const qs::DataSplit d = qs::make_synthetic_dataset(640, 200, 3);
   return d;
 }
 
@@ -208,7 +208,7 @@ TEST(Trainer, GridKeepsWeightsOnTheGrid) {
 }
 
 TEST(Trainer, Learns) {
-  const qs::DataSplit d = qs::make_synthetic(4000, 500, 5);
+  const qs::DataSplit d = qs::make_synthetic_dataset(4000, 500, 5);
   qs::TrainConfig c = small_config();
   c.epochs = 4;
   c.weights = c.acts = "e4m3fn";

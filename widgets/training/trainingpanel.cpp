@@ -52,7 +52,7 @@ std::shared_ptr<const qs::DataSplit> cachedData(bool synthetic) {
   QMutexLocker lock(&mutex);
   auto& slot = synthetic ? synth : fashion;
   if (!slot)
-    slot = std::make_shared<const qs::DataSplit>(synthetic ? qs::make_synthetic(6000, 1000, 1) : qs::load_fashion_mnist());
+    slot = std::make_shared<const qs::DataSplit>(synthetic ? qs::make_synthetic_dataset(6000, 1000, 1) : qs::load_fashion_mnist());
   return slot;
 }
 
@@ -694,7 +694,7 @@ bool TrainingPanel::writeFlipCountsReport(const QString& dir, QString* error) {
   QObject::connect(&watcher, &QFutureWatcher<void>::finished, &loop, &QEventLoop::quit);
   watcher.setFuture(QtConcurrent::run([out] {
     try {
-      const qs::DataSplit data = qs::make_synthetic(2000, 500, 1);
+      const qs::DataSplit data = qs::make_synthetic_dataset(2000, 500, 1);
       for (int i = 0; i < 2; ++i) {
         qs::Trainer t(out->cfg[i], data.train, data.test);
         t.run([&](qs::StepMetrics m) {
