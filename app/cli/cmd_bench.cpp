@@ -4,10 +4,8 @@
 #include "bench/bench.h"
 #include "cli/commands.h"
 #include "cuda/device.h"
-#if defined(QS_HAVE_CUDA)
 #include "cuda/fake_quant.cuh"
 #include "cuda/quantize_int8.cuh"
-#endif
 #include "io/atomic_file.h"
 
 namespace qs::cli {
@@ -50,11 +48,7 @@ void add_bench(CLI::App& app) {
     cfg.reps = o.reps;
     cfg.seed = o.seed;
     check_memory(uint64_t(o.n) * 12, "bench quantize --n " + std::to_string(o.n));  // input, output, codes
-#if defined(QS_HAVE_CUDA)
     const BenchQuantizeResult r = o.backend == "cuda" ? cuda::bench_quantize_cuda(cfg) : bench_quantize_cpu(cfg);
-#else
-    const BenchQuantizeResult r = bench_quantize_cpu(cfg);
-#endif
     std::ostringstream out;
     out << "backend,format,rounding,n,threads,quant_gbps,memcpy_gbps,ratio\n"
         << r.backend << ',' << r.format << ',' << r.rounding << ',' << r.n << ',' << r.threads << ','
@@ -85,7 +79,6 @@ void add_bench(CLI::App& app) {
     const auto& d = cuda::device_info();
     if (!d.available) throw std::runtime_error(d.message);
     if (!qo.csv.empty()) check_writable(qo.csv);
-#if defined(QS_HAVE_CUDA)
     const cuda::BenchInt8Result r =
         cuda::bench_quantize_int8_cuda(qo.rows, qo.cols, qo.per == "row", qo.dtype == "fp16", qo.reps);
     std::ostringstream out;
@@ -93,7 +86,6 @@ void add_bench(CLI::App& app) {
         << qo.cols << ',' << r.quant_gbps << ',' << r.memcpy_gbps << ',' << r.ratio << '\n';
     emit(out.str(), "");
     if (!qo.csv.empty()) emit(out.str(), qo.csv);
-#endif
   });
 
   auto* a = bench->add_subcommand("analyze", "Analyse a generated .safetensors file: GB/s and peak memory");

@@ -13,9 +13,7 @@
 #include "gemm/gemm.h"
 #include "gemm/gemm_bench.h"
 #include "io/atomic_file.h"
-#if defined(QS_HAVE_CUDA)
 #include "cuda/gemm_bench_cuda.cuh"
-#endif
 
 namespace qs::cli {
 namespace {
@@ -111,7 +109,6 @@ void add_bench_gemm(CLI::App& bench) {
     cfg.seed = o.seed;
 
     if (gpu) {
-#if defined(QS_HAVE_CUDA)
       std::fprintf(stderr, "# device: %s; comparison: %s; activations quantized per %s; each kernel checked before timing\n",
                    cuda::device_info().message.c_str(), cuda::bench_gemm_cuda_comparison().c_str(), o.act.c_str());
       const std::string header = bench_gemm_csv_header();
@@ -138,7 +135,6 @@ void add_bench_gemm(CLI::App& bench) {
         throw;
       }
       if (!o.csv.empty()) emit(all, o.csv);
-#endif
       return;
     }
     std::string levels;

@@ -13,17 +13,14 @@
 #include "io/atomic_file.h"
 #include "qs_version.h"
 #include "quant/scheme.h"
-#if defined(QS_HAVE_CUDA)
 #include "cuda/fake_quant.cuh"
 #include "cuda/quantize_int8.cuh"
 #include "cuda/scheme_quant.cuh"
 #include "io/npy.h"
 #include "quant/int8_quant.h"
-#endif
 
 namespace qs::cli {
 
-#if defined(QS_HAVE_CUDA)
 // The int8 GEMM and quantized-linear backward cases (selftest_cuda_gemm.cpp).
 void run_cuda_gemm_selftest(const std::function<void(const SelftestCase&)>& report);
 // The int8 layer, optimizer, fake-quant and training cases (selftest_cuda_train.cpp).
@@ -192,7 +189,6 @@ void run_cuda_selftest(const std::function<void(const SelftestCase&)>& report) {
     }
 }
 }  // namespace
-#endif
 
 void add_selftest(CLI::App& app) {
   auto* s = app.add_subcommand("selftest", "Cross-check the vectorized encoders against the reference");
@@ -208,7 +204,6 @@ void add_selftest(CLI::App& app) {
     if (backend == "cuda") {
       const auto& d = cuda::device_info();
       if (!d.available) throw std::runtime_error(d.message);
-#if defined(QS_HAVE_CUDA)
       std::printf("device: %s\n", d.message.c_str());
       std::size_t passed = 0, failed = 0;
       auto report = [&](const SelftestCase& c) {
@@ -224,7 +219,6 @@ void add_selftest(CLI::App& app) {
       std::fflush(stdout);
       if (failed) std::exit(1);
       return;
-#endif
     }
     if (backend != "cpu") throw std::runtime_error("unknown backend '" + backend + "' (cpu or cuda)");
     if (!report_dir.empty()) {

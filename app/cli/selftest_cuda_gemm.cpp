@@ -12,7 +12,6 @@
 #include "cli/commands.h"
 #include "format/selftest.h"
 
-#if defined(QS_HAVE_CUDA)
 #include "cuda/gemm_int8.cuh"
 #include "cuda/linear_backward.cuh"
 #include "gemm/gemm.h"
@@ -180,4 +179,3 @@ void run_cuda_gemm_selftest(const std::function<void(const SelftestCase&)>& repo
 }
 
 }  // namespace qs::cli
-#endif

@@ -15,7 +15,6 @@
 #include "cli/commands.h"
 #include "format/selftest.h"
 
-#if defined(QS_HAVE_CUDA)
 #include "cuda/train_cuda.cuh"
 #include "gemm/linear_backward_ref.h"
 #include "train/dataset.h"
@@ -357,4 +356,3 @@ void run_cuda_train_selftest(const std::function<void(const SelftestCase&)>& rep
 }
 
 }  // namespace qs::cli
-#endif

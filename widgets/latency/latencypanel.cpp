@@ -41,9 +41,7 @@
 
 #include "cuda/device.h"
 #include "gemm/gemm.h"
-#if defined(QS_HAVE_CUDA)
 #include "cuda/gemm_bench_cuda.cuh"
-#endif
 
 namespace {
 
@@ -69,10 +67,8 @@ QCPRange logRange(double lo, double hi, double margin) {
 
 QStringList cudaKernelNames() {
   QStringList out;
-#if defined(QS_HAVE_CUDA)
   if (LatencyPanel::cudaAvailable())
     for (const std::string& n : qs::cuda::bench_gemm_cuda_kernels()) out << QString::fromStdString(n);
-#endif
   return out;
 }
 
@@ -416,9 +412,7 @@ bool LatencyPanel::runSweep(const QList<int>& sizeList, const QStringList& kerne
     };
     if (runCpu) qs::bench_gemm_cpu(cfg, onRow, progress);
     offset = cpuRuns;
-#if defined(QS_HAVE_CUDA)
     if (runGpu && !sink.isCanceled()) qs::cuda::bench_gemm_cuda(gpu, onRow, {}, progress);
-#endif
   });
   emit sweepStarted();
   return true;
