@@ -656,6 +656,14 @@ void TestMainWindow::conformanceDialog() {
   QVERIFY(!dialog->report().passed());
   QVERIFY2(dialog->summaryText().contains(QStringLiteral("FAILED")), qPrintable(dialog->summaryText()));
   QVERIFY(dialog->findChild<QPlainTextEdit*>(QStringLiteral("conformanceDetails"))->toPlainText().contains(QStringLiteral("code 0x")));
+  // Cancel right after Run: the suite stops (or never starts), the dialog says so and offers no export.
+  dialog->run();
+  QVERIFY(dialog->isRunning());
+  dialog->cancel();
+  QVERIFY(dialog->waitForFinished(300000));
+  QVERIFY(dialog->report().cancelled);
+  QVERIFY2(dialog->summaryText().startsWith(QStringLiteral("Cancelled")), qPrintable(dialog->summaryText()));
+  QVERIFY(!dialog->findChild<QPushButton*>(QStringLiteral("conformanceExport"))->isEnabled());
 }
 
 // Issue 13 item 3 in the GUI: a weight of a pre-quantized checkpoint (FP8 codes + one fp32 scale_inv per

@@ -6,7 +6,8 @@
 // suspends the promise, and an exception that ends the job becomes error(). The UI thread never waits
 // for the job, except in cancelAndWait() when the owner is destroyed.
 // Used by the Latency tab (GEMM rows), the Model tab (heatmap cells), the Training tab (steps), and with
-// one Result and no rows by the Block scales (progress, Cancel), Conventions and Observers (a batch) tabs.
+// one Result and no rows by the Block scales (progress, Cancel), Conventions and Observers (a batch) tabs
+// and by Help -> Conformance (progress, Cancel).
 // Exercise: tests/tst_latencypanel.cpp, tst_sqnrheatmap.cpp, tst_trainingpanel.cpp (cancel, pause, rows).
 //
 //   JobRunner<Row> m_job;                          // a member of the panel

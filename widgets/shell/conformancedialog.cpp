@@ -13,13 +13,11 @@
 #include <QLabel>
 #include <QMessageBox>
 #include <QPlainTextEdit>
-#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include "cuda/device.h"
 #include "format/encode_simd.h"
@@ -70,23 +68,17 @@ ConformanceDialog::ConformanceDialog(QWidget* parent) : QDialog(parent) {
     QString why;
     if (!path.isEmpty() && !exportTo(path, &why)) QMessageBox::warning(this, QStringLiteral("Export failed"), why);
   });
-  connect(&m_watcher, &QFutureWatcher<qs::ConformanceReport>::finished, this, &ConformanceDialog::onFinished);
+  connect(&m_job, &JobRunnerBase::progressRangeChanged, m_progress, &QProgressBar::setRange);
+  connect(&m_job, &JobRunnerBase::progressValueChanged, m_progress, &QProgressBar::setValue);
+  connect(&m_job, &JobRunnerBase::finished, this, &ConformanceDialog::onFinished);
   m_exportButton->setEnabled(false);
   m_cancelButton->setEnabled(false);
 }
 
-ConformanceDialog::~ConformanceDialog() {
-  if (m_running) {
-    m_cancel->store(true);
-    m_watcher.disconnect(this);
-    m_watcher.waitForFinished();
-  }
-}
+ConformanceDialog::~ConformanceDialog() { m_job.cancelAndWait(); }
 
 void ConformanceDialog::run(const qs::EncodeFn& encode) {
-  if (m_running) return;
-  m_running = true;
-  m_cancel = std::make_shared<std::atomic<bool>>(false);
+  if (isRunning()) return;
   m_runButton->setEnabled(false);
   m_cancelButton->setEnabled(true);
   m_exportButton->setEnabled(false);
@@ -95,27 +87,22 @@ void ConformanceDialog::run(const qs::EncodeFn& encode) {
   m_summary->setStyleSheet(QString());
   m_summary->setText(QStringLiteral("Running: every code of every format, midpoints, specials, stochastic rounding and "
                                     "every SIMD level against the scalar reference…"));
-  auto cancel = m_cancel;
-  QPointer<QProgressBar> bar(m_progress);
-  m_watcher.setFuture(QtConcurrent::run([encode, cancel, bar] {
+  m_job.start([encode](JobRunner<std::monostate, qs::ConformanceReport>::Sink& sink) {
     qs::ConformanceOptions opt;
     opt.encode = encode;
-    opt.progress = [cancel, bar](int done, int total) {
-      QMetaObject::invokeMethod(bar, [bar, done, total] {
-        if (bar) bar->setRange(0, total), bar->setValue(done);
-      }, Qt::QueuedConnection);
-      return !cancel->load();
+    opt.progress = [&sink](int done, int total) {
+      sink.setProgressRange(0, total);
+      sink.setProgressValue(done);
+      return !sink.cancelFlag()->load();
     };
-    return qs::run_conformance(opt);
-  }));
+    sink.setResult(qs::run_conformance(opt));
+  });
 }
 
-void ConformanceDialog::cancel() {
-  if (m_running) m_cancel->store(true);
-}
+void ConformanceDialog::cancel() { m_job.cancel(); }
 
 bool ConformanceDialog::waitForFinished(int ms) {
-  if (!m_running) return true;
+  if (!isRunning()) return true;
   QEventLoop loop;
   QTimer timeout;
   timeout.setSingleShot(true);
@@ -123,12 +110,16 @@ bool ConformanceDialog::waitForFinished(int ms) {
   connect(&timeout, &QTimer::timeout, &loop, &QEventLoop::quit);
   timeout.start(ms);
   loop.exec();
-  return !m_running;
+  return !isRunning();
 }
 
 void ConformanceDialog::onFinished() {
-  m_report = m_watcher.result();
-  m_running = false;
+  if (std::optional<qs::ConformanceReport> r = m_job.takeResult()) {
+    m_report = std::move(*r);
+  } else {  // cancelled before the worker started (or the suite threw): nothing to show
+    m_report = {};
+    m_report.cancelled = true;
+  }
   m_runButton->setEnabled(true);
   m_cancelButton->setEnabled(false);
   m_exportButton->setEnabled(!m_report.cancelled);

@@ -5,12 +5,9 @@
 #pragma once
 
 #include <QDialog>
-#include <QFutureWatcher>
-
-#include <atomic>
-#include <memory>
 
 #include "format/conformance.h"
+#include "shared/jobrunner.h"
 
 class QLabel;
 class QPlainTextEdit;
@@ -28,7 +25,7 @@ public:
   // Runs the suite (the encoder under test is a parameter for tests; empty: the engine's).
   void run(const qs::EncodeFn& encode = {});
   void cancel();
-  bool isRunning() const { return m_running; }
+  bool isRunning() const { return m_job.isRunning(); }
   bool waitForFinished(int ms);
   const qs::ConformanceReport& report() const { return m_report; }
   QString markdown() const;
@@ -42,10 +39,8 @@ signals:
 private:
   void onFinished();
 
-  std::shared_ptr<std::atomic<bool>> m_cancel;
-  QFutureWatcher<qs::ConformanceReport> m_watcher;
+  JobRunner<std::monostate, qs::ConformanceReport> m_job;  // the suite on a worker: progress and Cancel
   qs::ConformanceReport m_report;
-  bool m_running = false;
   QLabel* m_summary = nullptr;
   QTableWidget* m_table = nullptr;
   QPlainTextEdit* m_details = nullptr;
