@@ -1,6 +1,8 @@
 // Runtime dispatch of the vectorized encoders and the element-wise reference path they are
 // checked against. Exercise: tests/tst_encode_simd.cpp, `quantscope-cli selftest`.
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -28,6 +30,18 @@ const std::vector<SimdLevel>& available_simd_levels() {
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
       v.push_back(SimdLevel::Avx512);
 #endif
+    // QS_SIMD_LEVEL=generic|avx2|avx512 caps the list (read once, at the first call): an AVX-512 CPU then
+    // measures and tests what an AVX2-only CPU runs. A level the CPU lacks caps nothing; an unknown name is
+    // reported once on stderr and ignored.
+    if (const char* cap = std::getenv("QS_SIMD_LEVEL"); cap && *cap) {
+      int want = -1;
+      for (SimdLevel l : {SimdLevel::Generic, SimdLevel::Avx2, SimdLevel::Avx512})
+        if (std::strcmp(cap, to_string(l)) == 0) want = static_cast<int>(l);
+      if (want < 0)
+        std::fprintf(stderr, "quantscope: QS_SIMD_LEVEL=%s is not generic, avx2 or avx512; ignored\n", cap);
+      else
+        while (v.size() > 1 && static_cast<int>(v.back()) > want) v.pop_back();
+    }
     return v;
   }();
   return levels;
