@@ -23,6 +23,10 @@ namespace {
 
 bool affine(const Format& f) { return f.is_int() && !f.is_signed; }
 
+// Elements per chunk of the per-tensor path: small enough that a 4 MiB tensor (2^20 values) splits into 16
+// chunks for the threads, large enough that a chunk's call costs nothing against its work (~20 us).
+constexpr std::size_t kTensorChunk = std::size_t(1) << 16;
+
 struct MinMax {
   double lo = 0, hi = 0, amax = 0;
   bool any = false;
@@ -70,6 +74,51 @@ struct GroupQuantizer {
     }
   }
 };
+
+// The floating-point error sums of each chunk of a parallel_chunks call, kept by chunk index and folded into
+// the result in chunk order after the call: the metrics are then the same double sums for any thread count
+// and any schedule (a 1-thread run folds in the same order). The integer parts (counts, histograms) and
+// max_abs_e do not depend on the order and merge as the chunks finish.
+class OrderedSums {
+ public:
+  OrderedSums(std::size_t n, std::size_t chunk, bool on)
+      : chunk_(std::max<std::size_t>(chunk, 1)), parts_(on ? (n + chunk_ - 1) / chunk_ : 0) {}
+  // Moves local's sums into the slot of the chunk that starts at `begin` (each chunk writes its own slot)
+  // and leaves local's order-independent parts for the caller to merge.
+  void take(std::size_t begin, ErrorMetrics& local) {
+    Part& p = parts_[begin / chunk_];
+    p = Part{local.sum_x2, local.sum_e2, local.sum_abs_e, local.sum_clip2, local.sum_round2};
+    local.sum_x2 = local.sum_e2 = local.sum_abs_e = local.sum_clip2 = local.sum_round2 = 0.0;
+  }
+  void fold_into(ErrorMetrics& m) const {
+    for (const Part& p : parts_) {
+      m.sum_x2 += p.x2;
+      m.sum_e2 += p.e2;
+      m.sum_abs_e += p.abs_e;
+      m.sum_clip2 += p.clip2;
+      m.sum_round2 += p.round2;
+    }
+  }
+
+ private:
+  struct Part {
+    double x2 = 0, e2 = 0, abs_e = 0, clip2 = 0, round2 = 0;
+  };
+  std::size_t chunk_;
+  std::vector<Part> parts_;
+};
+
+// Adds the order-independent parts of a chunk's metrics (its sums were moved out by OrderedSums::take).
+void add_counts(ErrorMetrics& m, const ErrorMetrics& local) {
+  m.count += local.count;
+  m.max_abs_e = std::max(m.max_abs_e, local.max_abs_e);
+  m.clipped += local.clipped;
+  if (local.histograms) {
+    m.abs_error += local.abs_error;
+    m.rel_error += local.rel_error;
+    m.binade += local.binade;
+  }
+}
 
 }  // namespace
 
@@ -419,8 +468,9 @@ SchemeOutput apply_ggml(const Scheme& s, const float* x, const std::vector<int64
   }
   std::mutex mu;
   threads = resolve_threads(threads);
-  out.cancelled = !parallel_chunks(rows, std::max<std::size_t>(1, (std::size_t(1) << 16) / L), threads,
-                                   [&](std::size_t rb, std::size_t re) {
+  const std::size_t chunk = std::max<std::size_t>(1, (std::size_t(1) << 16) / L);
+  OrderedSums sums(rows, chunk, metrics != nullptr);
+  out.cancelled = !parallel_chunks(rows, chunk, threads, [&](std::size_t rb, std::size_t re) {
     std::vector<float> row(L);
     std::vector<uint8_t> blocks(ggml::quantized_bytes(type, L));
     std::vector<double> lo(subs_per_row), hi(subs_per_row);
@@ -458,12 +508,14 @@ SchemeOutput apply_ggml(const Scheme& s, const float* x, const std::vector<int64
         }
       }
     }
+    if (metrics) sums.take(rb, local);
     std::lock_guard<std::mutex> lock(mu);
     out.stats += st;
     out.amax = std::max(out.amax, amax);
     out.groups += (re - rb) * subs_per_row;
-    if (metrics) *metrics += local;
+    if (metrics) add_counts(*metrics, local);
   }, progress);
+  if (metrics) sums.fold_into(*metrics);
   return out;
 }
 
@@ -480,17 +532,24 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
   GroupQuantizer gq{s, metrics};
   const ScaleRuleParams rule = scale_rule_params(s);
   const ScaleFormatRound round = scale_format_round(s);
-  auto merge = [&](const EncodeStats& st, const ErrorMetrics& local, const MinMax& mm, std::size_t groups) {
+  // Each path below makes one OrderedSums for its parallel_chunks call: a chunk moves its error sums into
+  // its slot, merges the rest here, and the sums are folded in chunk order when the call returns.
+  auto merge = [&](OrderedSums& sums, std::size_t begin, const EncodeStats& st, ErrorMetrics& local, const MinMax& mm,
+                   std::size_t groups) {
+    if (metrics) sums.take(begin, local);
     std::lock_guard<std::mutex> lock(mu);
     out.stats += st;
     out.amax = std::max(out.amax, mm.amax);
     out.groups += groups;
-    if (metrics) *metrics += local;
+    if (metrics) add_counts(*metrics, local);
+  };
+  auto fold = [&](const OrderedSums& sums) {
+    if (metrics) sums.fold_into(*metrics);  // a cancelled call: the chunks that ran
   };
 
   if (s.granularity == Granularity::Tensor || s.granularity == Granularity::None || shape.empty()) {
     MinMax mm;
-    parallel_chunks(n, std::size_t(1) << 20, threads, [&](std::size_t b, std::size_t e) {
+    parallel_chunks(n, kTensorChunk, threads, [&](std::size_t b, std::size_t e) {
       MinMax local;
       local.add(x + b, e - b);
       std::lock_guard<std::mutex> lock(mu);
@@ -508,14 +567,16 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
                              ? GroupScale{observed_scale_tensor(s, x, n), 0}
                              : group_scale(tensor_rule, GroupStats{mm.amax, mm.lo, mm.hi});
     if (s.clip != Scheme::Clip::Amax) out.observed_scales.assign(1, g.scale);
-    out.cancelled = !parallel_chunks(n, std::size_t(1) << 20, threads, [&](std::size_t b, std::size_t e) {
+    OrderedSums sums(n, kTensorChunk, metrics != nullptr);
+    out.cancelled = !parallel_chunks(n, kTensorChunk, threads, [&](std::size_t b, std::size_t e) {
       EncodeStats st;
       ErrorMetrics local;
       local.histograms = metrics && metrics->histograms;
       // Unsigned integers: one zero point for the whole tensor, from the tensor's min/max.
       gq.run(x + b, e - b, b, mm, g, y + b, st, local);
-      merge(st, local, MinMax{}, 0);
+      merge(sums, b, st, local, MinMax{}, 0);
     }, progress);
+    fold(sums);
     out.amax = mm.amax;
     out.groups = 1;
     return out;
@@ -532,6 +593,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
     for (int i = axis + 1; i < rank; ++i) inner *= static_cast<std::size_t>(shape[i]);
     const std::size_t channels = static_cast<std::size_t>(shape[axis]);
     if (s.clip != Scheme::Clip::Amax) out.observed_scales.assign(channels, 1.0f);
+    OrderedSums sums(channels, 1, metrics != nullptr);
     out.cancelled = !parallel_chunks(channels, 1, threads, [&](std::size_t cb, std::size_t ce) {
       EncodeStats st;
       ErrorMetrics local;
@@ -550,8 +612,9 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         }
         all.amax = std::max(all.amax, mm.amax);
       }
-      merge(st, local, all, ce - cb);
+      merge(sums, cb, st, local, all, ce - cb);
     }, progress);
+    fold(sums);
     return out;
   }
 
@@ -565,8 +628,9 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
     // 2-D tiles, or blocks along another axis: each group gathered, quantized and scattered back. Stochastic
     // rounding draws by (the group's first flat index + position in the group).
     const float ts = out.tensor_scale;
-    out.cancelled = !parallel_chunks(layout.count(), std::max<std::size_t>(1, (std::size_t(1) << 16) / layout.max_size()),
-                                     threads, [&](std::size_t gb, std::size_t ge) {
+    const std::size_t chunk = std::max<std::size_t>(1, (std::size_t(1) << 16) / layout.max_size());
+    OrderedSums sums(layout.count(), chunk, metrics != nullptr);
+    out.cancelled = !parallel_chunks(layout.count(), chunk, threads, [&](std::size_t gb, std::size_t ge) {
       EncodeStats st;
       ErrorMetrics local;
       local.histograms = metrics && metrics->histograms;
@@ -586,8 +650,9 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         for (std::size_t k = 0; k < idx.size(); ++k) y[idx[k]] = ys[k];
         all.amax = std::max(all.amax, mm.amax);
       }
-      merge(st, local, all, ge - gb);
+      merge(sums, gb, st, local, all, ge - gb);
     }, progress);
+    fold(sums);
     return out;
   }
 
@@ -596,8 +661,9 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
   const std::size_t rows = L ? n / L : 0;
   const std::size_t bl = static_cast<std::size_t>(s.block);
   const float ts = out.tensor_scale;
-  out.cancelled = !parallel_chunks(rows, std::max<std::size_t>(1, (std::size_t(1) << 16) / std::max<std::size_t>(L, 1)),
-                                   threads, [&](std::size_t rb, std::size_t re) {
+  const std::size_t chunk = std::max<std::size_t>(1, (std::size_t(1) << 16) / std::max<std::size_t>(L, 1));
+  OrderedSums sums(rows, chunk, metrics != nullptr);
+  out.cancelled = !parallel_chunks(rows, chunk, threads, [&](std::size_t rb, std::size_t re) {
     EncodeStats st;
     ErrorMetrics local;
     local.histograms = metrics && metrics->histograms;
@@ -615,8 +681,9 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         ++groups;
       }
     }
-    merge(st, local, all, groups);
+    merge(sums, rb, st, local, all, groups);
   }, progress);
+  fold(sums);
   return out;
 }
 
