@@ -136,6 +136,25 @@ EncodeStats encode_f32(const Format& f, const EncodeOptions& opt, const EncodeJo
   return total;
 }
 
+BlockEncoder::BlockEncoder(const Format& f, const EncodeOptions& opt, SimdLevel level)
+    : f_(&f), opt_(opt), level_(level), p_(make_kernel_params(f, opt, 1.0f)), key0_(stochastic_key(opt.seed, 0)) {}
+
+EncodeStats BlockEncoder::run(const EncodeJob& job) const {
+  // Anything but a plain job below index 2^32 with a usable scale takes encode_f32 (which checks and throws).
+  if (job.n == 0 || job.codes8 || !job.x || !(job.scale > 0.0f) || !std::isfinite(job.scale) ||
+      (job.index0 >> 32) != ((job.index0 + job.n - 1) >> 32) || (job.index0 >> 32) != 0)
+    return encode_f32(*f_, opt_, job, level_);
+  KernelParams p = p_;
+  p.scale = job.scale;
+  switch (level_) {
+#if defined(QS_HAVE_X86_SIMD)
+    case SimdLevel::Avx512: return detail::encode_f32_avx512(p, job, key0_);
+    case SimdLevel::Avx2: return detail::encode_f32_avx2(p, job, key0_);
+#endif
+    default: return detail::encode_f32_generic(p, job, key0_);
+  }
+}
+
 EncodeStats encode_f32_ref(const Format& f, const EncodeOptions& opt, const EncodeJob& job) {
   check_job(f, job);
   (void)make_kernel_params(f, opt, job.scale);  // same validation as the fast path

@@ -61,6 +61,22 @@ struct KernelParams {
 };
 KernelParams make_kernel_params(const Format& f, const EncodeOptions& opt, float scale);
 
+// encode_f32 for many short jobs of one format and options (the groups of a block scheme): the kernel
+// parameters are derived once, a job only brings its scale. Same codes, values and stats as encode_f32 at
+// the same level; run() is const and may be called from several threads.
+class BlockEncoder {
+ public:
+  BlockEncoder(const Format& f, const EncodeOptions& opt, SimdLevel level = best_simd_level());
+  EncodeStats run(const EncodeJob& job) const;
+
+ private:
+  const Format* f_;
+  EncodeOptions opt_;
+  SimdLevel level_;
+  KernelParams p_{};
+  uint32_t key0_ = 0;  // stochastic_key(seed, 0): jobs below index 2^32
+};
+
 namespace detail {
 // key = stochastic_key(seed, index_hi); the job never crosses a 2^32 index boundary.
 EncodeStats encode_f32_generic(const KernelParams& p, const EncodeJob& job, uint32_t key);

@@ -289,8 +289,9 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
     };
   ClipRanges ggml_ranges;  // ggml schemes: each sub-block's clip interval, as apply_scheme decided it
   v.bits_per_value = bits_per_value(s, shape);
+  GroupRecords records;     // blocks along the last axis: each block's scale, bound and amax, as apply_scheme chose them
   v.out = apply_scheme(s, x, shape, y.data(), threads, apply_progress, &v.metrics,
-                       s.rule == ScaleRule::GgmlBlock ? &ggml_ranges : nullptr);
+                       s.rule == ScaleRule::GgmlBlock ? &ggml_ranges : nullptr, &records);
   if (v.out.cancelled) {
     v.cancelled = true;
     return v;
@@ -456,6 +457,17 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
       for (std::size_t gi = gb; gi < ge; ++gi) {
         const std::size_t r = gi / per_row, b0 = (gi % per_row) * bl;
         const std::size_t off = r * L + b0, len = std::min(bl, L - b0);
+        if (records.filled) {  // apply_scheme's own decisions (tst_error_view checks them against group_view)
+          GroupView g;
+          g.scale = records.scale[gi];
+          g.zp = records.zp[gi];
+          g.bound = records.bound[gi];
+          g.real = records.real[gi] != 0;
+          groups.set(gi, g, records.amax[gi]);
+          p.bound = g.bound;
+          pass_run(x + off, y.data() + off, len, p, level, h);
+          continue;
+        }
         MinMaxAcc mm{level};
         mm.add(x + off, len);
         const float searched = s.mse ? search_block_scale(s, candidates, x + off, len, ts) : 0.0f;

@@ -45,6 +45,8 @@ struct MinMax {
 struct GroupQuantizer {
   const Scheme& s;
   ErrorMetrics* metrics;
+  BlockEncoder enc;  // the kernel parameters once per call, not once per group
+  GroupQuantizer(const Scheme& scheme, ErrorMetrics* m) : s(scheme), metrics(m), enc(scheme.format, scheme.options) {}
   void run(const float* x, std::size_t n, uint64_t index0, const MinMax& mm, const GroupScale& g, float* y,
            EncodeStats& st, ErrorMetrics& local) const {
     float used_scale = g.scale;
@@ -65,7 +67,7 @@ struct GroupQuantizer {
       job.scale = g.scale;
       job.values = y;
       job.index0 = index0;
-      st += encode_f32(s.format, s.options, job);
+      st += enc.run(job);
     }
     if (metrics) {
       const double bound = s.rule == ScaleRule::Affine ? std::max(std::fabs(mm.lo), std::fabs(mm.hi))
@@ -522,7 +524,8 @@ SchemeOutput apply_ggml(const Scheme& s, const float* x, const std::vector<int64
 }  // namespace
 
 SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int64_t>& shape, float* y, int threads,
-                          const ProgressFn& progress, ErrorMetrics* metrics, ClipRanges* clip) {
+                          const ProgressFn& progress, ErrorMetrics* metrics, ClipRanges* clip, GroupRecords* records) {
+  if (records) records->filled = false;
   if (s.rule == ScaleRule::GgmlBlock) return apply_ggml(s, x, shape, y, threads, progress, metrics, clip);
   SchemeOutput out;
   std::size_t n = 1;
@@ -663,6 +666,17 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
   const float ts = out.tensor_scale;
   const std::size_t chunk = std::max<std::size_t>(1, (std::size_t(1) << 16) / std::max<std::size_t>(L, 1));
   OrderedSums sums(rows, chunk, metrics != nullptr);
+  const std::size_t per_row = L ? (L + bl - 1) / bl : 0;
+  if (records) {
+    const std::size_t count = rows * per_row;
+    records->scale.assign(count, 1.0f);
+    records->zp.assign(count, 0);
+    records->bound.assign(count, 0.0);
+    records->amax.assign(count, 0.0f);
+    records->real.assign(count, 0);
+    records->filled = true;
+  }
+  const bool is_affine = s.rule == ScaleRule::Affine;
   out.cancelled = !parallel_chunks(rows, chunk, threads, [&](std::size_t rb, std::size_t re) {
     EncodeStats st;
     ErrorMetrics local;
@@ -677,6 +691,16 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, x + off, len, ts), 0}
                                    : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
         gq.run(x + off, len, off, mm, g, y + off, st, local);
+        if (records) {  // as the Error view's group_view decides it
+          const std::size_t gi = r * per_row + b0 / bl;
+          const bool usable = is_affine || scale_is_usable(g.scale);
+          const float used = is_affine ? g.scale : (usable ? g.scale : 1.0f);
+          records->scale[gi] = used;
+          records->zp[gi] = g.zero_point;
+          records->bound[gi] = is_affine ? std::max(std::fabs(mm.lo), std::fabs(mm.hi)) : clip_bound(s.format, used);
+          records->amax[gi] = static_cast<float>(mm.amax);
+          records->real[gi] = mm.amax > 0 && usable;
+        }
         all.amax = std::max(all.amax, mm.amax);
         ++groups;
       }

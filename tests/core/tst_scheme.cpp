@@ -988,3 +988,49 @@ TEST(Scheme, AmaxScaledGroupsClipNothing) {
     }();
   }
 }
+
+// GroupRecords (the Error view reads them instead of recomputing each block): for blocks along the last axis,
+// every block's amax, scale, zero point, clip bound and "real" flag equal what the scale rule gives for that
+// block's data, recomputed here block by block. Rows: NVFP4, MX (floor and rceil), int8 fp32 blocks, uint8
+// (affine) blocks, a last axis that is not a whole number of blocks, 1 and 3 threads, specials in the data.
+TEST(Scheme, GroupRecords) {
+  for (const char* schemeName : {"e2m1fn/block:16:e4m3fn", "e2m1fn/block:32:e8m0fnu", "e2m1fn/block:32:e8m0fnu:rceil",
+                                 "int8/block:64", "uint8/block:32", "e4m3fn/block:24"})
+    for (int threads : {1, 3}) {
+      SCOPED_TRACE(std::string("groupRecords:") + schemeName + "/threads=" + std::to_string(threads));
+      const qs::Scheme s = qs::parse_scheme(schemeName);
+      const std::vector<int64_t> dims{37, 1000};
+      const std::vector<float> x = schemeData(s, dims, kDataSeed + 5, true);
+      std::vector<float> y(x.size());
+      qs::GroupRecords rec;
+      const qs::SchemeOutput out = qs::apply_scheme(s, x.data(), dims, y.data(), threads, {}, nullptr, nullptr, &rec);
+      ASSERT_TRUE(rec.filled);
+      const std::size_t L = 1000, bl = std::size_t(s.block), per_row = (L + bl - 1) / bl;
+      ASSERT_EQ(rec.scale.size(), 37 * per_row);
+      const qs::ScaleRuleParams rule = qs::scale_rule_params(s);
+      const bool affine = s.rule == qs::ScaleRule::Affine;
+      for (std::size_t r = 0; r < 37; ++r)
+        for (std::size_t b = 0; b < per_row; ++b) {
+          const std::size_t off = r * L + b * bl, len = std::min(bl, L - b * bl), gi = r * per_row + b;
+          double lo = 0, hi = 0, amax = 0;
+          bool any = false;
+          for (std::size_t i = off; i < off + len; ++i) {
+            if (!std::isfinite(x[i])) continue;
+            lo = any ? std::min(lo, double(x[i])) : x[i];
+            hi = any ? std::max(hi, double(x[i])) : x[i];
+            any = true;
+          }
+          amax = std::max(std::fabs(lo), std::fabs(hi));
+          const qs::GroupScale g = qs::group_scale(rule, qs::GroupStats{amax, lo, hi}, out.tensor_scale,
+                                                   qs::scale_format_round(s));
+          const bool usable = affine || qs::scale_is_usable(g.scale);
+          const float used = affine ? g.scale : (usable ? g.scale : 1.0f);
+          const double bound = affine ? amax : qs::clip_bound(s.format, used);
+          ASSERT_EQ(bitsOf(rec.amax[gi]), bitsOf(float(amax))) << "block " << gi;
+          ASSERT_EQ(bitsOf(rec.scale[gi]), bitsOf(used)) << "block " << gi;
+          ASSERT_EQ(rec.zp[gi], g.zero_point) << "block " << gi;
+          ASSERT_EQ(rec.bound[gi], bound) << "block " << gi;
+          ASSERT_EQ(rec.real[gi] != 0, amax > 0 && usable) << "block " << gi;
+        }
+    }
+}
