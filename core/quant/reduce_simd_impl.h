@@ -5,6 +5,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "quant/reduce_simd.h"
 
@@ -43,8 +44,12 @@ void QS_CAT(minmax_f32_, QS_SUFFIX)(const float* x, std::size_t n, float& lo_out
   hi_out = h;
 }
 
-ErrorSums QS_CAT(error_sums_f32_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, double clip_lo,
-                                             double clip_hi) {
+namespace {
+// The error sums of groups of `group` consecutive elements, group g clipped at bounds_of(g) = {lo, hi};
+// a vector step never straddles two groups (group % NF == 0, or one group: group >= n).
+template <class BoundsOf>
+ErrorSums QS_CAT(sums_core_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, std::size_t group,
+                                        const BoundsOf& bounds_of) {
   // Steps of NF floats = two double vectors, each half with its own accumulators (every sum is a chain of
   // dependent additions). Most steps hold only finite, unclipped x: there the clipping part is 0 and the
   // rounding part is the error itself, so such a step adds e^2 once, to `both` (a sum that belongs to the
@@ -58,20 +63,25 @@ ErrorSums QS_CAT(error_sums_f32_, QS_SUFFIX)(const float* x, const float* q, std
   };
   Acc acc[2];
   for (Acc& a : acc) a = Acc{zero, zero, zero, zero, zero, zero, zero, vl{}, vl{}};
-  const vd hi = zero + clip_hi, lo = zero + clip_lo, big = zero + double(FLT_MAX);
+  const vd big = zero + double(FLT_MAX);
   const vl absmask = vl{} + 0x7fffffffffffffffLL;
-  // |x| <= safe (as float bits) means finite and inside [clip_lo, clip_hi]: safe is the largest float not
-  // above min(-clip_lo, clip_hi) (-1: none, when the interval does not hold 0).
-  int32_t safe = -1;
-  {
-    const double m = std::min(-clip_lo, clip_hi);
+  vd hi = zero, lo = zero;
+  vi safe_v = {};
+  // |x| <= safe (as float bits) means finite and inside [lo, hi]: safe is the largest float not above
+  // min(-lo, hi) (-1: none, when the interval does not hold 0).
+  auto set_group = [&](std::size_t g) {
+    const auto [glo, ghi] = bounds_of(g);
+    lo = zero + glo;
+    hi = zero + ghi;
+    int32_t safe = -1;
+    const double m = std::min(-glo, ghi);
     if (m >= 0) {
-      float f = m >= double(FLT_MAX) ? FLT_MAX : static_cast<float>(m);
-      if (double(f) > m) f = std::nextafter(f, 0.0f);
+      const float f = m >= double(FLT_MAX) ? FLT_MAX : static_cast<float>(m);
       std::memcpy(&safe, &f, sizeof safe);
+      if (double(f) > m) safe -= 1;  // f > m >= 0: the float below f (f is positive)
     }
-  }
-  const vi safe_v = vi{} + safe;
+    safe_v = vi{} + safe;
+  };
   uint64_t fast_count = 0;
   auto full = [&](Acc& a, vd xd, vd qd) __attribute__((always_inline)) {
     const vl fin = (vd)((vl)xd & absmask) <= big;  // |x| <= FLT_MAX: finite (NaN compares false)
@@ -99,8 +109,13 @@ ErrorSums QS_CAT(error_sums_f32_, QS_SUFFIX)(const float* x, const float* q, std
     a.sae += ae;
     a.mae = ae > a.mae ? ae : a.mae;
   };
-  std::size_t i = 0;
+  std::size_t i = 0, next = 0, g = 0;
   for (; i + NF <= n; i += NF) {
+    if (i >= next) {
+      g = i / group;
+      next = (g + 1) * group;
+      set_group(g);
+    }
     vf xf, qf;
     std::memcpy(&xf, x + i, sizeof xf);
     std::memcpy(&qf, q + i, sizeof qf);
@@ -146,6 +161,7 @@ ErrorSums QS_CAT(error_sums_f32_, QS_SUFFIX)(const float* x, const float* q, std
   for (; i < n; ++i) {
     const double xi = x[i];
     if (!std::isfinite(xi)) continue;
+    const auto [clip_lo, clip_hi] = bounds_of(i / group);
     const double e = xi - double(q[i]), ae = std::fabs(e);
     const double cx = std::clamp(xi, clip_lo, clip_hi);
     ++s.count;
@@ -158,6 +174,28 @@ ErrorSums QS_CAT(error_sums_f32_, QS_SUFFIX)(const float* x, const float* q, std
     s.clipped += xi != cx;
   }
   return s;
+}
+}  // namespace
+
+ErrorSums QS_CAT(error_sums_f32_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, double clip_lo,
+                                             double clip_hi) {
+  return QS_CAT(sums_core_, QS_SUFFIX)(x, q, n, n ? n : 1,
+                                       [&](std::size_t) { return std::pair<double, double>{clip_lo, clip_hi}; });
+}
+
+ErrorSums QS_CAT(error_sums_groups_f32_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, std::size_t group,
+                                                    const double* bound) {
+  auto bounds_of = [&](std::size_t g) { return std::pair<double, double>{-bound[g], bound[g]}; };
+  if (group % NF == 0 || group >= n) return QS_CAT(sums_core_, QS_SUFFIX)(x, q, n, group ? group : 1, bounds_of);
+  ErrorSums t;  // groups that a vector step would straddle: one call per group, added in order
+  for (std::size_t b = 0, g = 0; b < n; b += group, ++g) {
+    const ErrorSums s = QS_CAT(sums_core_, QS_SUFFIX)(x + b, q + b, std::min(group, n - b), group,
+                                                      [&](std::size_t) { return bounds_of(g); });
+    t.sx2 += s.sx2, t.se2 += s.se2, t.sae += s.sae, t.sc2 += s.sc2, t.sr2 += s.sr2;
+    t.mae = std::max(t.mae, s.mae);
+    t.count += s.count, t.clipped += s.clipped;
+  }
+  return t;
 }
 
 }  // namespace qs::detail

@@ -47,8 +47,10 @@ struct GroupQuantizer {
   ErrorMetrics* metrics;
   BlockEncoder enc;  // the kernel parameters once per call, not once per group
   GroupQuantizer(const Scheme& scheme, ErrorMetrics* m) : s(scheme), metrics(m), enc(scheme.format, scheme.options) {}
+  // measure = false: no metrics here; *bound_out (when given) receives the group's clip bound, for a caller
+  // that measures a run of groups at once (error_sums_groups_f32).
   void run(const float* x, std::size_t n, uint64_t index0, const MinMax& mm, const GroupScale& g, float* y,
-           EncodeStats& st, ErrorMetrics& local) const {
+           EncodeStats& st, ErrorMetrics& local, bool measure = true, double* bound_out = nullptr) const {
     float used_scale = g.scale;
     if (s.rule == ScaleRule::Affine) {
       st += encode_affine_f32(s.format, s.options, x, n, index0, g.scale, g.zero_point, y);
@@ -69,10 +71,12 @@ struct GroupQuantizer {
       job.index0 = index0;
       st += enc.run(job);
     }
-    if (metrics) {
+    if (metrics || bound_out) {
       const double bound = s.rule == ScaleRule::Affine ? std::max(std::fabs(mm.lo), std::fabs(mm.hi))
                                                        : clip_bound(s.format, used_scale);
-      accumulate_metrics(local, x, y, n, used_scale, bound);
+      if (bound_out) *bound_out = bound;
+      if (metrics && measure) accumulate_metrics(local, x, y, n, used_scale, bound);
+      else if (metrics) accumulate_histograms(local, x, y, n, used_scale);
     }
   }
 };
@@ -683,6 +687,11 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
     local.histograms = metrics && metrics->histograms;
     MinMax all;
     std::size_t groups = 0;
+    // The error sums of a run of blocks are one call (per-block calls cost more than their 16 or 32
+    // elements): the whole chunk when the rows hold whole blocks, else row by row; histograms stay per block.
+    const bool batch = metrics != nullptr;
+    const bool whole = L % bl == 0;
+    std::vector<double> bounds(batch ? (whole ? (re - rb) * per_row : per_row) : 0);
     for (std::size_t r = rb; r < re; ++r) {
       for (std::size_t b0 = 0; b0 < L; b0 += bl) {
         const std::size_t off = r * L + b0, len = std::min(bl, L - b0);
@@ -690,7 +699,8 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         mm.add(x + off, len);
         const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, x + off, len, ts), 0}
                                    : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
-        gq.run(x + off, len, off, mm, g, y + off, st, local);
+        double* bound = batch ? &bounds[(whole ? (r - rb) * per_row : 0) + b0 / bl] : nullptr;
+        gq.run(x + off, len, off, mm, g, y + off, st, local, !batch, bound);
         if (records) {  // as the Error view's group_view decides it
           const std::size_t gi = r * per_row + b0 / bl;
           const bool usable = is_affine || scale_is_usable(g.scale);
@@ -703,6 +713,18 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         }
         all.amax = std::max(all.amax, mm.amax);
         ++groups;
+      }
+      if (batch && (!whole || r + 1 == re)) {
+        const std::size_t first = whole ? rb : r;
+        const ErrorSums e = error_sums_groups_f32(x + first * L, y + first * L, (r + 1 - first) * L, bl, bounds.data());
+        local.count += e.count;
+        local.sum_x2 += e.sx2;
+        local.sum_e2 += e.se2;
+        local.sum_abs_e += e.sae;
+        local.max_abs_e = std::max(local.max_abs_e, e.mae);
+        local.sum_clip2 += e.sc2;
+        local.sum_round2 += e.sr2;
+        local.clipped += e.clipped;
       }
     }
     merge(sums, rb, st, local, all, groups);
