@@ -201,13 +201,13 @@ __attribute__((always_inline)) inline void encode_vec(const qs::KernelParams& p,
 // Returns a mask of lanes it cannot do (NaN, inf, ieee overflow, stochastic subnormals); the
 // caller then redoes the whole vector on the general path.
 // Rm (the rounding mode) and NZ (the format has -0) are p.rmode and p.has_neg_zero when -1, else constants
-// (fast_loop's instances). d_ovf and d_unf are lane masks (all ones where the lane counts).
+// (fast_loop's instances); Rm 0 rounds ties to even with the float adder (adder_rne_ok), Rm 3 with integers. d_ovf and d_unf are lane masks (all ones where the lane counts).
 template <bool Stoch, bool Scaled, bool Sat, int Rm = -1, int NZ = -1>
 QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, vi& d_unf, vf& value_out) {
   // Magnitudes and the thresholds they meet are below 2^31, so they compare as signed integers (one
   // instruction on AVX2, where an unsigned compare takes two or three). The sign comes from x (y = x / s
   // with s > 0 has x's sign; NaN lanes leave this path), so it waits for no division.
-  const int rmode = Rm >= 0 ? Rm : p.rmode;
+  const int rmode = Rm >= 0 ? (Rm == 3 ? 0 : Rm) : p.rmode;  // Rm 3: ties to even, the integer way
   const bool neg_zero = NZ >= 0 ? NZ != 0 : p.has_neg_zero;
   const vi allz = splat_i(0);
   const vi xb = (vi)as_u(x);
@@ -229,17 +229,33 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, 
   vi rb;
   vf v;
   if constexpr (!Stoch) {
-    if (rmode == 0) {
+    if constexpr (Rm == 0) {
+      // Ties to even by the float adder: with C = 2^(e + 23 - M) for |y| in [2^e, 2^(e+1)) (e at least the
+      // target's emin, so C = magic in its subnormal range), y + C lies in C's binade, whose float32 quantum
+      // is the target's 2^(e - M), and (y + C) - C is exact: the RNE value, also where it carries to 2^(e+1).
+      // Four instructions instead of the integer bias, the subnormal compare and the blend.
+      const vi cb = vmax(a & 0x7f800000, splat_i((int32_t)(p.min_normal_bits & 0x7f800000u))) + ((23 - p.M) << 23);
+      const vf c = as_f((vu)cb);
+      v = (as_f((vu)a) + c) - c;
+      // ieee: beyond max, C may overflow (inf - inf is a negative NaN, not caught below): the general path.
+      if constexpr (!Sat) bad |= a > (int32_t)p.max_bits;
+      rb = allz;
+      (void)sub;
+      (void)keep;
+    } else if (rmode == 0) {
       rb = (a + ((a >> s0) & 1) + ((1 << (s0 - 1)) - 1)) & keep;
+      const vf c = splat_f(p.magic);
+      const vf vs = (as_f((vu)a) + c) - c;
+      v = sub ? vs : as_f((vu)rb);
     } else {
       // Ties away adds half a quantum, toward zero nothing; the magic-number addition below rounds
       // ties to even, so their non-zero subnormal lanes take the general path.
       rb = (a + (rmode == 1 ? (1 << (s0 - 1)) : 0)) & keep;
       bad |= sub & (a != 0);
+      const vf c = splat_f(p.magic);
+      const vf vs = (as_f((vu)a) + c) - c;
+      v = sub ? vs : as_f((vu)rb);
     }
-    const vf c = splat_f(p.magic);
-    const vf vs = (as_f((vu)a) + c) - c;
-    v = sub ? vs : as_f((vu)rb);
   } else {
     rb = (vi)(((vu)a + (~rnd >> (32u - (uint32_t)s0))) & (uint32_t)keep);
     bad |= sub & (a != 0);
@@ -350,6 +366,12 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
   return st;
 }
 
+// The adder's ties-to-even (fast_values, Rm 0) needs C = 2^(e + 23 - M) finite for every e up to max's
+// binade, and M < 23 (so that y is below C's binade).
+inline bool adder_rne_ok(const qs::KernelParams& p) {
+  return p.M >= 1 && p.M <= 22 && int((p.max_bits >> 23) & 0xff) + (23 - p.M) <= 254;
+}
+
 // Outputs of at least this many bytes are written with non-temporal stores: far beyond any L2 and a large
 // part of a last-level cache, so the values would be evicted before anyone reads them (fake-quantizing a
 // whole tensor). apply_scheme's chunks (2^16 values, their metrics read back at once) stay below it.
@@ -399,7 +421,8 @@ qs::EncodeStats encode_loop(const qs::KernelParams& params, const qs::EncodeJob&
     if (p.fast_ok && job.n >= std::size_t(N)) {
       const bool nz = p.has_neg_zero;
       if constexpr (Stoch) return nz ? fast_job<Stoch, Scaled, Sat, 0, 1>(p, job, key) : fast_job<Stoch, Scaled, Sat, 0, 0>(p, job, key);
-      else if (p.rmode == 0) return nz ? fast_job<Stoch, Scaled, Sat, 0, 1>(p, job, key) : fast_job<Stoch, Scaled, Sat, 0, 0>(p, job, key);
+      else if (p.rmode == 0 && adder_rne_ok(p)) return nz ? fast_job<Stoch, Scaled, Sat, 0, 1>(p, job, key) : fast_job<Stoch, Scaled, Sat, 0, 0>(p, job, key);
+      else if (p.rmode == 0) return nz ? fast_job<Stoch, Scaled, Sat, 3, 1>(p, job, key) : fast_job<Stoch, Scaled, Sat, 3, 0>(p, job, key);
       else if (p.rmode == 1) return nz ? fast_job<Stoch, Scaled, Sat, 1, 1>(p, job, key) : fast_job<Stoch, Scaled, Sat, 1, 0>(p, job, key);
       else return nz ? fast_job<Stoch, Scaled, Sat, 2, 1>(p, job, key) : fast_job<Stoch, Scaled, Sat, 2, 0>(p, job, key);
     }
