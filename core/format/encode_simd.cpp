@@ -1,5 +1,7 @@
 // Runtime dispatch of the vectorized encoders and the element-wise reference path they are
 // checked against. Exercise: tests/tst_encode_simd.cpp, `quantscope-cli selftest`.
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -152,6 +154,37 @@ EncodeStats BlockEncoder::run(const EncodeJob& job) const {
     case SimdLevel::Avx2: return detail::encode_f32_avx2(p, job, key0_);
 #endif
     default: return detail::encode_f32_generic(p, job, key0_);
+  }
+}
+
+EncodeStats BlockEncoder::run_groups(const EncodeJob& job, const float* scales, std::size_t group) const {
+  const bool plain = p_.is_signed && !p_.fixed && !p_.no_zero && !p_.is_int;
+  bool fast = plain && p_.fast_ok && job.values && !job.codes8 && !job.codes16 && job.x && group >= 16 &&
+              (group & (group - 1)) == 0 && job.n % group == 0 && (job.index0 >> 32) == 0 &&
+              ((job.index0 + job.n) >> 32) == 0;
+  for (std::size_t g = 0; fast && g < job.n / group; ++g) fast = scales[g] > 0.0f && scales[g] <= FLT_MAX;
+  if (!fast || job.n == 0) {
+    EncodeStats st;
+    for (std::size_t b = 0, g = 0; b < job.n; b += group, ++g) {
+      EncodeJob j = job;
+      j.x = job.x + b;
+      j.n = std::min(group, job.n - b);
+      j.scale = scales[g];
+      j.index0 = job.index0 + b;
+      if (job.values) j.values = job.values + b;
+      if (job.codes8) j.codes8 = job.codes8 + b;
+      if (job.codes16) j.codes16 = job.codes16 + b;
+      st += run(j);
+    }
+    return st;
+  }
+  const unsigned shift = unsigned(__builtin_ctzll(group));
+  switch (level_) {
+#if defined(QS_HAVE_X86_SIMD)
+    case SimdLevel::Avx512: return detail::encode_f32_groups_avx512(p_, job, key0_, scales, shift);
+    case SimdLevel::Avx2: return detail::encode_f32_groups_avx2(p_, job, key0_, scales, shift);
+#endif
+    default: return detail::encode_f32_groups_generic(p_, job, key0_, scales, shift);
   }
 }
 

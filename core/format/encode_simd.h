@@ -68,6 +68,11 @@ class BlockEncoder {
  public:
   BlockEncoder(const Format& f, const EncodeOptions& opt, SimdLevel level = best_simd_level());
   EncodeStats run(const EncodeJob& job) const;
+  // A run of consecutive groups of `group` elements, group g with scale scales[g] (job.scale unused): the same
+  // results as run() per group, in one kernel call where it can (values only, a plain float format, group a
+  // power of two of at least 16, n a whole number of groups, every scale usable, below index 2^32); else run()
+  // per group.
+  EncodeStats run_groups(const EncodeJob& job, const float* scales, std::size_t group) const;
 
  private:
   const Format* f_;
@@ -82,6 +87,11 @@ namespace detail {
 EncodeStats encode_f32_generic(const KernelParams& p, const EncodeJob& job, uint32_t key);
 EncodeStats encode_f32_avx2(const KernelParams& p, const EncodeJob& job, uint32_t key);
 EncodeStats encode_f32_avx512(const KernelParams& p, const EncodeJob& job, uint32_t key);
+// Values only, a plain format with p.fast_ok, job.n a multiple of N lanes, every scale usable: element i is
+// scaled by scales[i >> shift] (groups of 2^shift >= the level's lanes), not p.scale (BlockEncoder::run_groups).
+EncodeStats encode_f32_groups_generic(const KernelParams& p, const EncodeJob& job, uint32_t key, const float* scales, unsigned shift);
+EncodeStats encode_f32_groups_avx2(const KernelParams& p, const EncodeJob& job, uint32_t key, const float* scales, unsigned shift);
+EncodeStats encode_f32_groups_avx512(const KernelParams& p, const EncodeJob& job, uint32_t key, const float* scales, unsigned shift);
 }  // namespace detail
 
 }  // namespace qs

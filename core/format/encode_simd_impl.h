@@ -299,9 +299,11 @@ QS_AI inline void store_stream(float* dst, vf v) {
 #endif
 }
 
-template <bool Stoch, bool Scaled, bool Sat, int Rm, int NZ, bool Stream>
-qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& job_in, uint32_t key) {
-  const qs::KernelParams p0 = params;
+// G: a scale per group of 2^shift elements (scales[i >> shift]), instead of params.scale.
+template <bool Stoch, bool Scaled, bool Sat, int Rm, int NZ, bool Stream, bool G = false>
+qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& job_in, uint32_t key,
+                          const float* scales = nullptr, unsigned shift = 0) {
+  qs::KernelParams p0 = params;
   qs::KernelParams p = p0;
   const qs::EncodeJob job = job_in;
   Counters slow;  // lanes of vectors that took encode_vec
@@ -329,16 +331,18 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
     const vu r0 = draw(i), r1 = draw(i + N);
     vi o0, u0, o1, u1;
     vf v0, v1;
+    qs::KernelParams p1 = p;
+    if constexpr (G) p.scale = scales[i >> shift], p1.scale = scales[(i + N) >> shift];
     const vi b0 = fast_values<Stoch, Scaled, Sat, Rm, NZ>(p, x0, r0, o0, u0, v0);
-    const vi b1 = fast_values<Stoch, Scaled, Sat, Rm, NZ>(p, x1, r1, o1, u1, v1);
+    const vi b1 = fast_values<Stoch, Scaled, Sat, Rm, NZ>(p1, x1, r1, o1, u1, v1);
     if (__builtin_expect(none_set(b0 | b1), 1)) {
       ovf -= (vu)(o0 + o1);  // masks: -1 per counted lane
       unf -= (vu)(u0 + u1);
     } else {
       if (none_set(b0)) ovf -= (vu)o0, unf -= (vu)u0;
-      else v0 = slow_vector<Stoch, Scaled, Sat>(p0, x0, r0, slow);
+      else p0.scale = p.scale, v0 = slow_vector<Stoch, Scaled, Sat>(p0, x0, r0, slow);
       if (none_set(b1)) ovf -= (vu)o1, unf -= (vu)u1;
-      else v1 = slow_vector<Stoch, Scaled, Sat>(p0, x1, r1, slow);
+      else p0.scale = p1.scale, v1 = slow_vector<Stoch, Scaled, Sat>(p0, x1, r1, slow);
     }
     put(i, v0);
     put(i + N, v1);
@@ -349,9 +353,10 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
     const vu r0 = draw(i);
     vi o0, u0;
     vf v0;
+    if constexpr (G) p.scale = scales[i >> shift];
     const vi b0 = fast_values<Stoch, Scaled, Sat, Rm, NZ>(p, x0, r0, o0, u0, v0);
     if (none_set(b0)) ovf -= (vu)o0, unf -= (vu)u0;
-    else v0 = slow_vector<Stoch, Scaled, Sat>(p0, x0, r0, slow);
+    else p0.scale = p.scale, v0 = slow_vector<Stoch, Scaled, Sat>(p0, x0, r0, slow);
     put(i, v0);
   }
 #if defined(__AVX2__) || defined(__AVX512F__)
@@ -500,7 +505,37 @@ qs::EncodeStats encode_loop(const qs::KernelParams& params, const qs::EncodeJob&
 
 }  // namespace
 
+namespace {
+template <bool Stoch, bool Sat>
+qs::EncodeStats grouped(const qs::KernelParams& p, const qs::EncodeJob& job, uint32_t key, const float* scales,
+                        unsigned shift) {
+  const bool nz = p.has_neg_zero;
+  if constexpr (Stoch) {
+    return nz ? fast_loop<true, true, Sat, 0, 1, false, true>(p, job, key, scales, shift)
+              : fast_loop<true, true, Sat, 0, 0, false, true>(p, job, key, scales, shift);
+  } else {
+    if (p.rmode == 0 && adder_rne_ok(p))
+      return nz ? fast_loop<false, true, Sat, 0, 1, false, true>(p, job, key, scales, shift)
+                : fast_loop<false, true, Sat, 0, 0, false, true>(p, job, key, scales, shift);
+    if (p.rmode == 0)
+      return nz ? fast_loop<false, true, Sat, 3, 1, false, true>(p, job, key, scales, shift)
+                : fast_loop<false, true, Sat, 3, 0, false, true>(p, job, key, scales, shift);
+    if (p.rmode == 1)
+      return nz ? fast_loop<false, true, Sat, 1, 1, false, true>(p, job, key, scales, shift)
+                : fast_loop<false, true, Sat, 1, 0, false, true>(p, job, key, scales, shift);
+    return nz ? fast_loop<false, true, Sat, 2, 1, false, true>(p, job, key, scales, shift)
+              : fast_loop<false, true, Sat, 2, 0, false, true>(p, job, key, scales, shift);
+  }
+}
+}  // namespace
+
 namespace qs::detail {
+
+EncodeStats QS_CAT_ENTRY_GROUPS(const KernelParams& p, const EncodeJob& job, uint32_t key, const float* scales,
+                                unsigned shift) {
+  if (p.stochastic) return p.saturate ? grouped<true, true>(p, job, key, scales, shift) : grouped<true, false>(p, job, key, scales, shift);
+  return p.saturate ? grouped<false, true>(p, job, key, scales, shift) : grouped<false, false>(p, job, key, scales, shift);
+}
 
 EncodeStats QS_ENTRY(const KernelParams& p, const EncodeJob& job, uint32_t key) {
   const bool scaled = p.scale != 1.0f;

@@ -692,6 +692,75 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
     const bool batch = metrics != nullptr;
     const bool whole = L % bl == 0;
     std::vector<double> bounds(batch ? (whole ? (re - rb) * per_row : per_row) : 0);
+    if (whole && !is_affine) {
+      // Whole blocks: every block's statistics and scale first, then one encoder call for the chunk with a
+      // scale per block (BlockEncoder::run_groups: per-block calls cost more than 16 or 32 elements), then the
+      // histograms per block (if asked for) and the error sums of the chunk.
+      const std::size_t count = (re - rb) * per_row, off0 = rb * L;
+      std::vector<float> scales(count);
+      bounds.resize(count);
+      for (std::size_t k = 0; k < count; ++k) {
+        const std::size_t off = off0 + k * bl;
+        MinMax mm;
+        mm.add(x + off, bl);
+        const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, x + off, bl, ts), 0}
+                                   : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
+        const bool usable = scale_is_usable(g.scale);
+        const float used = usable ? g.scale : 1.0f;
+        scales[k] = g.scale;
+        bounds[k] = clip_bound(s.format, used);
+        if (records) {
+          const std::size_t gi = rb * per_row + k;
+          records->scale[gi] = used;
+          records->zp[gi] = 0;
+          records->bound[gi] = bounds[k];
+          records->amax[gi] = static_cast<float>(mm.amax);
+          records->real[gi] = mm.amax > 0 && usable;
+        }
+        if (!usable) {  // a two-level block scale that underflowed: the whole block is zero
+          for (std::size_t i = off; i < off + bl; ++i) {
+            if (std::isnan(x[i])) ++st.nan;
+            else if (x[i] != 0) ++st.underflow;
+          }
+        }
+        all.amax = std::max(all.amax, mm.amax);
+        ++groups;
+      }
+      // Runs of usable blocks in one call each (an unusable block is written as zeros between them).
+      for (std::size_t k = 0; k < count;) {
+        if (!scale_is_usable(scales[k])) {
+          std::fill(y + off0 + k * bl, y + off0 + (k + 1) * bl, 0.0f);
+          ++k;
+          continue;
+        }
+        std::size_t e = k;
+        while (e < count && scale_is_usable(scales[e])) ++e;
+        EncodeJob job;
+        job.x = x + off0 + k * bl;
+        job.n = (e - k) * bl;
+        job.values = y + off0 + k * bl;
+        job.index0 = off0 + k * bl;
+        st += gq.enc.run_groups(job, scales.data() + k, bl);
+        k = e;
+      }
+      if (metrics) {
+        if (local.histograms)
+          for (std::size_t k = 0; k < count; ++k)
+            accumulate_histograms(local, x + off0 + k * bl, y + off0 + k * bl, bl,
+                                  scale_is_usable(scales[k]) ? scales[k] : 1.0f);
+        const ErrorSums e = error_sums_groups_f32(x + off0, y + off0, count * bl, bl, bounds.data());
+        local.count += e.count;
+        local.sum_x2 += e.sx2;
+        local.sum_e2 += e.se2;
+        local.sum_abs_e += e.sae;
+        local.max_abs_e = std::max(local.max_abs_e, e.mae);
+        local.sum_clip2 += e.sc2;
+        local.sum_round2 += e.sr2;
+        local.clipped += e.clipped;
+      }
+      merge(sums, rb, st, local, all, groups);
+      return;
+    }
     for (std::size_t r = rb; r < re; ++r) {
       for (std::size_t b0 = 0; b0 < L; b0 += bl) {
         const std::size_t off = r * L + b0, len = std::min(bl, L - b0);

@@ -755,12 +755,15 @@ TEST(Scheme, ThreadsAgree) {
   for (const char* schemeName : {"e4m3fn/tensor", "uint8/tensor", "int8/channel:0", "int8/channel:-1", "uint8/channel:1",
                                  "e4m3fn/block:64", "uint8/block:32", "e2m1fn/block:32:e8m0fnu", "e2m1fn/block:16:e4m3fn",
                                  "e4m3fn/block:16x16", "int8/block:32/axis:0"})
-    for (qs::Rounding rounding : {qs::Rounding::Nearest, qs::Rounding::Stochastic}) {
+    for (qs::Rounding rounding : {qs::Rounding::Nearest, qs::Rounding::Stochastic})
+    for (int64_t cols : {1000, 1024}) {  // 1024: whole blocks (apply_scheme encodes a chunk's blocks in one call)
       const std::string scheme = schemeName;
       const bool tensor = scheme.size() >= 7 && scheme.compare(scheme.size() - 7, 7, "/tensor") == 0;
-      const std::string rowBase = scheme + "/" + (tensor ? "1100x1000" : "300x1000") + "/" + qs::to_string(rounding);
+      if (tensor && cols != 1000) continue;
+      const std::string rowBase = scheme + "/" + (tensor ? "1100x1000" : "300x" + std::to_string(cols)) + "/" +
+                                  qs::to_string(rounding);
       const qs::Scheme s = qs::parse_scheme(scheme, options(rounding));
-      const std::vector<int64_t> dims{s.granularity == qs::Granularity::Tensor ? 1100 : 300, 1000};
+      const std::vector<int64_t> dims{s.granularity == qs::Granularity::Tensor ? 1100 : 300, cols};
       // threads=1 and the oracle once per scheme and rounding (the Qt suite checked them in the first row).
       const std::vector<float> x = schemeData(s, dims, kDataSeed + 1, true);
       const Applied one = apply(s, x, dims, 1);
@@ -996,16 +999,18 @@ TEST(Scheme, AmaxScaledGroupsClipNothing) {
 TEST(Scheme, GroupRecords) {
   for (const char* schemeName : {"e2m1fn/block:16:e4m3fn", "e2m1fn/block:32:e8m0fnu", "e2m1fn/block:32:e8m0fnu:rceil",
                                  "int8/block:64", "uint8/block:32", "e4m3fn/block:24"})
-    for (int threads : {1, 3}) {
-      SCOPED_TRACE(std::string("groupRecords:") + schemeName + "/threads=" + std::to_string(threads));
+    for (int threads : {1, 3})
+    for (std::size_t L : {std::size_t(1000), std::size_t(1024)}) {
+      SCOPED_TRACE(std::string("groupRecords:") + schemeName + "/threads=" + std::to_string(threads) + "/37x" +
+                   std::to_string(L));
       const qs::Scheme s = qs::parse_scheme(schemeName);
-      const std::vector<int64_t> dims{37, 1000};
+      const std::vector<int64_t> dims{37, int64_t(L)};
       const std::vector<float> x = schemeData(s, dims, kDataSeed + 5, true);
       std::vector<float> y(x.size());
       qs::GroupRecords rec;
       const qs::SchemeOutput out = qs::apply_scheme(s, x.data(), dims, y.data(), threads, {}, nullptr, nullptr, &rec);
       ASSERT_TRUE(rec.filled);
-      const std::size_t L = 1000, bl = std::size_t(s.block), per_row = (L + bl - 1) / bl;
+      const std::size_t bl = std::size_t(s.block), per_row = (L + bl - 1) / bl;
       ASSERT_EQ(rec.scale.size(), 37 * per_row);
       const qs::ScaleRuleParams rule = qs::scale_rule_params(s);
       const bool affine = s.rule == qs::ScaleRule::Affine;
