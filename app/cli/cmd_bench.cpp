@@ -109,6 +109,7 @@ void add_bench(CLI::App& app) {
         << '\n';
     emit(out.str(), "");
     if (!acsv.empty()) emit(out.str(), acsv);
+    std::fprintf(stderr, "# simd=%s (QS_SIMD_LEVEL caps it)\n", to_string(best_simd_level()));
   });
 }
 

@@ -69,7 +69,7 @@ void check(const Scheme& s, const std::vector<float>& x, const std::vector<int64
 void add_bench_error(CLI::App& bench) {
   auto* c = bench.add_subcommand("error-view", "Error tab computation (metrics + histograms): checked, then timed");
   struct Opts {
-    std::string scheme = "e4m3fn/tensor", dist = "normal";
+    std::string scheme = "e4m3fn/tensor", dist = "normal", rounding = "nearest", overflow = "saturate";
     std::size_t n = std::size_t(1) << 24;
     int threads = 1, reps = 5, bins = 512;
     uint64_t seed = 1;
@@ -80,10 +80,16 @@ void add_bench_error(CLI::App& bench) {
   c->add_option("--threads", o.threads, "Threads (0 = all cores)")->capture_default_str()->check(threads_check());
   c->add_option("--reps", o.reps, "Timed repetitions (median)")->capture_default_str()->check(integer_in(1, 100000));
   c->add_option("--bins", o.bins, "Value histogram bins")->capture_default_str()->check(CLI::Range(1, 65536));
+  c->add_option("--rounding", o.rounding, "nearest | stochastic | nearest-away | toward-zero (the Setup dock's rounding)")->capture_default_str();
+  c->add_option("--overflow", o.overflow, "saturate | ieee")->capture_default_str();
   c->add_option("--dist", o.dist, "normal | laplace | uniform | student-t | outliers")->capture_default_str();
   c->add_option("--seed", o.seed, "Seed of the synthetic tensor")->capture_default_str()->check(seed_check());
   c->callback([] {
-    const Scheme s = parse_scheme(o.scheme);
+    EncodeOptions eo;
+    eo.rounding = parse_rounding(o.rounding);
+    eo.overflow = parse_overflow(o.overflow);
+    eo.seed = o.seed;
+    const Scheme s = parse_scheme(o.scheme, eo);
     check_memory(uint64_t(o.n) * 16, "bench error-view --n " + std::to_string(o.n));  // data, scratch, reference
     SyntheticSpec spec;
     spec.dist = parse_distribution(o.dist);

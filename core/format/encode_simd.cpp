@@ -1,6 +1,10 @@
 // Runtime dispatch of the vectorized encoders and the element-wise reference path they are
 // checked against. Exercise: tests/tst_encode_simd.cpp, `quantscope-cli selftest`.
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -28,6 +32,18 @@ const std::vector<SimdLevel>& available_simd_levels() {
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
       v.push_back(SimdLevel::Avx512);
 #endif
+    // QS_SIMD_LEVEL=generic|avx2|avx512 caps the list (read once, at the first call): an AVX-512 CPU then
+    // measures and tests what an AVX2-only CPU runs. A level the CPU lacks caps nothing; an unknown name is
+    // reported once on stderr and ignored.
+    if (const char* cap = std::getenv("QS_SIMD_LEVEL"); cap && *cap) {
+      int want = -1;
+      for (SimdLevel l : {SimdLevel::Generic, SimdLevel::Avx2, SimdLevel::Avx512})
+        if (std::strcmp(cap, to_string(l)) == 0) want = static_cast<int>(l);
+      if (want < 0)
+        std::fprintf(stderr, "quantscope: QS_SIMD_LEVEL=%s is not generic, avx2 or avx512; ignored\n", cap);
+      else
+        while (v.size() > 1 && static_cast<int>(v.back()) > want) v.pop_back();
+    }
     return v;
   }();
   return levels;
@@ -120,6 +136,56 @@ EncodeStats encode_f32(const Format& f, const EncodeOptions& opt, const EncodeJo
     done += len;
   }
   return total;
+}
+
+BlockEncoder::BlockEncoder(const Format& f, const EncodeOptions& opt, SimdLevel level)
+    : f_(&f), opt_(opt), level_(level), p_(make_kernel_params(f, opt, 1.0f)), key0_(stochastic_key(opt.seed, 0)) {}
+
+EncodeStats BlockEncoder::run(const EncodeJob& job) const {
+  // Anything but a plain job below index 2^32 with a usable scale takes encode_f32 (which checks and throws).
+  if (job.n == 0 || job.codes8 || !job.x || !(job.scale > 0.0f) || !std::isfinite(job.scale) ||
+      (job.index0 >> 32) != ((job.index0 + job.n - 1) >> 32) || (job.index0 >> 32) != 0)
+    return encode_f32(*f_, opt_, job, level_);
+  KernelParams p = p_;
+  p.scale = job.scale;
+  switch (level_) {
+#if defined(QS_HAVE_X86_SIMD)
+    case SimdLevel::Avx512: return detail::encode_f32_avx512(p, job, key0_);
+    case SimdLevel::Avx2: return detail::encode_f32_avx2(p, job, key0_);
+#endif
+    default: return detail::encode_f32_generic(p, job, key0_);
+  }
+}
+
+EncodeStats BlockEncoder::run_groups(const EncodeJob& job, const float* scales, std::size_t group) const {
+  const bool plain = p_.is_signed && !p_.fixed && !p_.no_zero && !p_.is_int;
+  bool fast = plain && p_.fast_ok && job.values && !job.codes8 && !job.codes16 && job.x && group >= 16 &&
+              (group & (group - 1)) == 0 && job.n % group == 0 && (job.index0 >> 32) == 0 &&
+              ((job.index0 + job.n) >> 32) == 0;
+  for (std::size_t g = 0; fast && g < job.n / group; ++g) fast = scales[g] > 0.0f && scales[g] <= FLT_MAX;
+  if (!fast || job.n == 0) {
+    EncodeStats st;
+    for (std::size_t b = 0, g = 0; b < job.n; b += group, ++g) {
+      EncodeJob j = job;
+      j.x = job.x + b;
+      j.n = std::min(group, job.n - b);
+      j.scale = scales[g];
+      j.index0 = job.index0 + b;
+      if (job.values) j.values = job.values + b;
+      if (job.codes8) j.codes8 = job.codes8 + b;
+      if (job.codes16) j.codes16 = job.codes16 + b;
+      st += run(j);
+    }
+    return st;
+  }
+  const unsigned shift = unsigned(__builtin_ctzll(group));
+  switch (level_) {
+#if defined(QS_HAVE_X86_SIMD)
+    case SimdLevel::Avx512: return detail::encode_f32_groups_avx512(p_, job, key0_, scales, shift);
+    case SimdLevel::Avx2: return detail::encode_f32_groups_avx2(p_, job, key0_, scales, shift);
+#endif
+    default: return detail::encode_f32_groups_generic(p_, job, key0_, scales, shift);
+  }
 }
 
 EncodeStats encode_f32_ref(const Format& f, const EncodeOptions& opt, const EncodeJob& job) {

@@ -61,11 +61,37 @@ struct KernelParams {
 };
 KernelParams make_kernel_params(const Format& f, const EncodeOptions& opt, float scale);
 
+// encode_f32 for many short jobs of one format and options (the groups of a block scheme): the kernel
+// parameters are derived once, a job only brings its scale. Same codes, values and stats as encode_f32 at
+// the same level; run() is const and may be called from several threads.
+class BlockEncoder {
+ public:
+  BlockEncoder(const Format& f, const EncodeOptions& opt, SimdLevel level = best_simd_level());
+  EncodeStats run(const EncodeJob& job) const;
+  // A run of consecutive groups of `group` elements, group g with scale scales[g] (job.scale unused): the same
+  // results as run() per group, in one kernel call where it can (values only, a plain float format, group a
+  // power of two of at least 16, n a whole number of groups, every scale usable, below index 2^32); else run()
+  // per group.
+  EncodeStats run_groups(const EncodeJob& job, const float* scales, std::size_t group) const;
+
+ private:
+  const Format* f_;
+  EncodeOptions opt_;
+  SimdLevel level_;
+  KernelParams p_{};
+  uint32_t key0_ = 0;  // stochastic_key(seed, 0): jobs below index 2^32
+};
+
 namespace detail {
 // key = stochastic_key(seed, index_hi); the job never crosses a 2^32 index boundary.
 EncodeStats encode_f32_generic(const KernelParams& p, const EncodeJob& job, uint32_t key);
 EncodeStats encode_f32_avx2(const KernelParams& p, const EncodeJob& job, uint32_t key);
 EncodeStats encode_f32_avx512(const KernelParams& p, const EncodeJob& job, uint32_t key);
+// Values only, a plain format with p.fast_ok, job.n a multiple of N lanes, every scale usable: element i is
+// scaled by scales[i >> shift] (groups of 2^shift >= the level's lanes), not p.scale (BlockEncoder::run_groups).
+EncodeStats encode_f32_groups_generic(const KernelParams& p, const EncodeJob& job, uint32_t key, const float* scales, unsigned shift);
+EncodeStats encode_f32_groups_avx2(const KernelParams& p, const EncodeJob& job, uint32_t key, const float* scales, unsigned shift);
+EncodeStats encode_f32_groups_avx512(const KernelParams& p, const EncodeJob& job, uint32_t key, const float* scales, unsigned shift);
 }  // namespace detail
 
 }  // namespace qs

@@ -7,6 +7,8 @@
 // s = q - (e - 23) bits with round-to-nearest-even, ties away or toward zero (bias trick) or stochastic rounding (compare
 // the discarded bits with a counter-based random number), then rebuild the value r * 2^q and the
 // code ((e - emin) << M) + r, whose carry flows into the exponent field by itself.
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
@@ -198,50 +200,220 @@ __attribute__((always_inline)) inline void encode_vec(const qs::KernelParams& p,
 // are dropped, which carries exactly when rnd < dropped * 2^(32 - s0): the rule of encode_ref.
 // Returns a mask of lanes it cannot do (NaN, inf, ieee overflow, stochastic subnormals); the
 // caller then redoes the whole vector on the general path.
-template <bool Stoch, bool Scaled, bool Sat>
-QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vu& d_ovf, vu& d_unf, vf& value_out) {
+// Rm (the rounding mode) and NZ (the format has -0) are p.rmode and p.has_neg_zero when -1, else constants
+// (fast_loop's instances); Rm 0 rounds ties to even with the float adder (adder_rne_ok), Rm 3 with integers. d_ovf and d_unf are lane masks (all ones where the lane counts).
+template <bool Stoch, bool Scaled, bool Sat, int Rm = -1, int NZ = -1>
+QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, vi& d_unf, vf& value_out) {
+  // Magnitudes and the thresholds they meet are below 2^31, so they compare as signed integers (one
+  // instruction on AVX2, where an unsigned compare takes two or three). The sign comes from x (y = x / s
+  // with s > 0 has x's sign; NaN lanes leave this path), so it waits for no division.
+  const int rmode = Rm >= 0 ? (Rm == 3 ? 0 : Rm) : p.rmode;  // Rm 3: ties to even, the integer way
+  const bool neg_zero = NZ >= 0 ? NZ != 0 : p.has_neg_zero;
   const vi allz = splat_i(0);
-  const vf y = Scaled ? x / splat_f(p.scale) : x;
-  const vu u = as_u(y);
-  const vu sign = u & 0x80000000u;
-  vu a = u & 0x7fffffffu;
-  vi bad = a >= 0x7f800000u;
-  vi clipped = allz;
+  const vi xb = (vi)as_u(x);
+  const vi sign = xb & (vi)splat_u(0x80000000u);
+  const vf ax = as_f((vu)(xb & 0x7fffffff));
+  const vf ay = Scaled ? ax / splat_f(p.scale) : ax;  // |x / s|, bit for bit
+  vi a = (vi)as_u(ay);
+  vi bad = a >= 0x7f800000;  // NaN, inf (and x / s overflowing to inf)
+  d_ovf = allz;
   if constexpr (Sat) {
-    const vi over = (a > p.max_bits) & ~bad;
-    clipped = over & (vi)(a >= p.ovf_bits);
-    a = over ? splat_u(p.max_bits) : a;
+    // Every lane that is not bad: clamp to max, clipped from the overflow threshold (which lies above max).
+    const uint32_t thr = p.ovf_bits > p.max_bits ? p.ovf_bits : p.max_bits + 1u;
+    d_ovf = a >= (int32_t)thr;
+    a = vmin(a, splat_i((int32_t)p.max_bits));
   }
-  const uint32_t s0 = 23u - (uint32_t)p.M;
-  const uint32_t keep = ~((1u << s0) - 1u);
-  const vi sub = a < p.min_normal_bits;
-  vu rb;
+  const int32_t s0 = 23 - p.M;
+  const int32_t keep = ~((1 << s0) - 1);
+  const vi sub = a < (int32_t)p.min_normal_bits;
+  vi rb;
   vf v;
   if constexpr (!Stoch) {
-    if (p.rmode == 0) {
-      rb = (a + ((a >> s0) & 1u) + ((1u << (s0 - 1u)) - 1u)) & keep;
+    if constexpr (Rm == 0) {
+      // Ties to even by the float adder: with C = 2^(e + 23 - M) for |y| in [2^e, 2^(e+1)) (e at least the
+      // target's emin, so C = magic in its subnormal range), y + C lies in C's binade, whose float32 quantum
+      // is the target's 2^(e - M), and (y + C) - C is exact: the RNE value, also where it carries to 2^(e+1).
+      // Four instructions instead of the integer bias, the subnormal compare and the blend.
+      const vi cb = vmax(a & 0x7f800000, splat_i((int32_t)(p.min_normal_bits & 0x7f800000u))) + ((23 - p.M) << 23);
+      const vf c = as_f((vu)cb);
+      v = (as_f((vu)a) + c) - c;
+      // ieee: beyond max, C may overflow (inf - inf is a negative NaN, not caught below): the general path.
+      if constexpr (!Sat) bad |= a > (int32_t)p.max_bits;
+      rb = allz;
+      (void)sub;
+      (void)keep;
+    } else if (rmode == 0) {
+      rb = (a + ((a >> s0) & 1) + ((1 << (s0 - 1)) - 1)) & keep;
+      const vf c = splat_f(p.magic);
+      const vf vs = (as_f((vu)a) + c) - c;
+      v = sub ? vs : as_f((vu)rb);
     } else {
       // Ties away adds half a quantum, toward zero nothing; the magic-number addition below rounds
       // ties to even, so their non-zero subnormal lanes take the general path.
-      rb = (a + (p.rmode == 1 ? (1u << (s0 - 1u)) : 0u)) & keep;
-      bad |= sub & (a != 0u);
+      rb = (a + (rmode == 1 ? (1 << (s0 - 1)) : 0)) & keep;
+      bad |= sub & (a != 0);
+      const vf c = splat_f(p.magic);
+      const vf vs = (as_f((vu)a) + c) - c;
+      v = sub ? vs : as_f((vu)rb);
     }
-    const vf c = splat_f(p.magic);
-    const vf vs = (as_f(a) + c) - c;
-    v = sub ? vs : as_f(rb);
   } else {
-    rb = (a + (~rnd >> (32u - s0))) & keep;
-    bad |= sub & (a != 0u);
-    v = sub ? splat_f(0.0f) : as_f(rb);
+    rb = (vi)(((vu)a + (~rnd >> (32u - (uint32_t)s0))) & (uint32_t)keep);
+    bad |= sub & (a != 0);
+    v = sub ? splat_f(0.0f) : as_f((vu)rb);
   }
-  if constexpr (!Sat) bad |= (vi)(as_u(v) > p.max_bits);
-  const vu vb = as_u(v);
-  const vu sgn = p.has_neg_zero ? sign : ((vb != 0u) ? sign : splat_u(0));
-  v = as_f(vb | sgn);
-  d_ovf = (vu)clipped & 1u;
-  d_unf = (vu)((vb == 0u) & (a != 0u)) & 1u;
+  const vi vb = (vi)as_u(v);
+  if constexpr (!Sat) bad |= vb > (int32_t)p.max_bits;
+  const vi vzero = vb == 0;
+  const vi sgn = neg_zero ? sign : (sign & ~vzero);
+  v = as_f((vu)(vb | sgn));
+  d_unf = vzero & (a != 0);
   value_out = Scaled ? v * splat_f(p.scale) : v;
   return bad;
+}
+
+// The fast path's loop, kept apart from the general encoder so that its constants and counters stay in
+// registers (inlined together with encode_vec, the AVX2 build spilled its counters to the stack and tested
+// the rounding mode per vector). Rm is p.rmode (0 ties to even, 1 ties away, 2 toward zero; unused when
+// Stoch). A vector with a lane the fast path cannot do goes through encode_vec, out of line.
+// Stream: job.values is N * 4-byte aligned and job.n a multiple of N; the values are written with
+// non-temporal stores (a large output that is not read back soon: memcpy does the same), fenced at the end.
+template <bool Stoch, bool Scaled, bool Sat>
+__attribute__((noinline)) vf slow_vector(const qs::KernelParams& p, vf x, vu rnd, Counters& cnt) {
+  vu code;
+  vf val;
+  encode_vec<Stoch, Scaled, Sat, true, false>(p, x, rnd, cnt, code, val);
+  return val;
+}
+
+QS_AI inline void store_stream(float* dst, vf v) {
+#if defined(__AVX512F__) && QS_LANES == 16
+  __m512 r;
+  std::memcpy(&r, &v, sizeof r);
+  _mm512_stream_ps(dst, r);
+#elif defined(__AVX2__) && QS_LANES == 8
+  __m256 r;
+  std::memcpy(&r, &v, sizeof r);
+  _mm256_stream_ps(dst, r);
+#else
+  std::memcpy(dst, &v, sizeof v);
+#endif
+}
+
+// G: a scale per group of 2^shift elements (scales[i >> shift]), instead of params.scale.
+template <bool Stoch, bool Scaled, bool Sat, int Rm, int NZ, bool Stream, bool G = false>
+qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& job_in, uint32_t key,
+                          const float* scales = nullptr, unsigned shift = 0) {
+  qs::KernelParams p0 = params;
+  qs::KernelParams p = p0;
+  const qs::EncodeJob job = job_in;
+  Counters slow;  // lanes of vectors that took encode_vec
+  vu ovf = splat_u(0), unf = splat_u(0);
+  vu lane;
+  for (int i = 0; i < N; ++i) lane[i] = static_cast<uint32_t>(i);
+  const uint32_t base = static_cast<uint32_t>(job.index0);
+  const std::size_t full = job.n - job.n % N;
+  float* const out = job.values;
+  auto draw = [&](std::size_t i) QS_AI {
+    if constexpr (Stoch) return hash32v(hash32v((splat_u(base + static_cast<uint32_t>(i)) + lane) ^ key) + key);
+    else return splat_u(0);
+  };
+  auto put = [&](std::size_t i, vf val) QS_AI {
+    if (out) {
+      if constexpr (Stream) store_stream(out + i, val);
+      else std::memcpy(out + i, &val, sizeof val);
+    }
+  };
+  std::size_t i = 0;
+  for (; i + 2 * N <= full; i += 2 * N) {
+    vf x0, x1;
+    std::memcpy(&x0, job.x + i, sizeof x0);
+    std::memcpy(&x1, job.x + i + N, sizeof x1);
+    const vu r0 = draw(i), r1 = draw(i + N);
+    vi o0, u0, o1, u1;
+    vf v0, v1;
+    qs::KernelParams p1 = p;
+    if constexpr (G) p.scale = scales[i >> shift], p1.scale = scales[(i + N) >> shift];
+    const vi b0 = fast_values<Stoch, Scaled, Sat, Rm, NZ>(p, x0, r0, o0, u0, v0);
+    const vi b1 = fast_values<Stoch, Scaled, Sat, Rm, NZ>(p1, x1, r1, o1, u1, v1);
+    if (__builtin_expect(none_set(b0 | b1), 1)) {
+      ovf -= (vu)(o0 + o1);  // masks: -1 per counted lane
+      unf -= (vu)(u0 + u1);
+    } else {
+      if (none_set(b0)) ovf -= (vu)o0, unf -= (vu)u0;
+      else p0.scale = p.scale, v0 = slow_vector<Stoch, Scaled, Sat>(p0, x0, r0, slow);
+      if (none_set(b1)) ovf -= (vu)o1, unf -= (vu)u1;
+      else p0.scale = p1.scale, v1 = slow_vector<Stoch, Scaled, Sat>(p0, x1, r1, slow);
+    }
+    put(i, v0);
+    put(i + N, v1);
+  }
+  if (i < full) {
+    vf x0;
+    std::memcpy(&x0, job.x + i, sizeof x0);
+    const vu r0 = draw(i);
+    vi o0, u0;
+    vf v0;
+    if constexpr (G) p.scale = scales[i >> shift];
+    const vi b0 = fast_values<Stoch, Scaled, Sat, Rm, NZ>(p, x0, r0, o0, u0, v0);
+    if (none_set(b0)) ovf -= (vu)o0, unf -= (vu)u0;
+    else p0.scale = p.scale, v0 = slow_vector<Stoch, Scaled, Sat>(p0, x0, r0, slow);
+    put(i, v0);
+  }
+#if defined(__AVX2__) || defined(__AVX512F__)
+  if constexpr (Stream) _mm_sfence();
+#endif
+  qs::EncodeStats st;
+  for (int l = 0; l < N; ++l) {
+    st.overflow += ovf[l] + slow.ovf[l];
+    st.underflow += unf[l] + slow.unf[l];
+    st.nan += slow.nan[l];
+  }
+  return st;
+}
+
+// The adder's ties-to-even (fast_values, Rm 0) needs C = 2^(e + 23 - M) finite for every e up to max's
+// binade, and M < 23 (so that y is below C's binade).
+inline bool adder_rne_ok(const qs::KernelParams& p) {
+  return p.M >= 1 && p.M <= 22 && int((p.max_bits >> 23) & 0xff) + (23 - p.M) <= 254;
+}
+
+// Outputs of at least this many bytes are written with non-temporal stores: far beyond any L2 and a large
+// part of a last-level cache, so the values would be evicted before anyone reads them (fake-quantizing a
+// whole tensor). apply_scheme's chunks (2^16 values, their metrics read back at once) stay below it.
+constexpr std::size_t kStreamBytes = std::size_t(8) << 20;
+
+template <bool Stoch, bool Scaled, bool Sat, int Rm, int NZ>
+qs::EncodeStats fast_job(const qs::KernelParams& p, const qs::EncodeJob& job, uint32_t key);
+
+template <bool Stoch, bool Scaled, bool Sat, bool Plain, bool Codes>
+qs::EncodeStats encode_loop(const qs::KernelParams& params, const qs::EncodeJob& job_in, uint32_t key);
+
+// The fast path of a whole job: full vectors in fast_loop (streaming the aligned middle of a large output),
+// the last partial vector through encode_loop's padded tail.
+template <bool Stoch, bool Scaled, bool Sat, int Rm, int NZ>
+qs::EncodeStats fast_job(const qs::KernelParams& p, const qs::EncodeJob& job, uint32_t key) {
+  auto sub = [&](std::size_t b, std::size_t e) {
+    qs::EncodeJob j = job;
+    j.x = job.x + b;
+    j.n = e - b;
+    j.index0 = job.index0 + b;
+    if (job.values) j.values = job.values + b;
+    return j;
+  };
+  qs::EncodeStats st;
+  std::size_t b = 0, e = job.n - job.n % N;
+  if (job.values && job.n * sizeof(float) >= kStreamBytes && (reinterpret_cast<uintptr_t>(job.values) & 3u) == 0) {
+    const std::size_t mis = (reinterpret_cast<uintptr_t>(job.values) / sizeof(float)) % N;
+    const std::size_t head = mis ? N - mis : 0;  // elements until job.values + head is N * 4-byte aligned
+    if (head) st += encode_loop<Stoch, Scaled, Sat, true, false>(p, sub(0, head), key);
+    b = head;
+    e = head + (job.n - head) / N * N;
+    st += fast_loop<Stoch, Scaled, Sat, Rm, NZ, true>(p, sub(b, e), key);
+  } else {
+    st += fast_loop<Stoch, Scaled, Sat, Rm, NZ, false>(p, sub(0, e), key);
+  }
+  if (e < job.n) st += encode_loop<Stoch, Scaled, Sat, true, false>(p, sub(e, job.n), key);
+  return st;
 }
 
 template <bool Stoch, bool Scaled, bool Sat, bool Plain, bool Codes>
@@ -249,6 +421,17 @@ qs::EncodeStats encode_loop(const qs::KernelParams& params, const qs::EncodeJob&
   // Local copies: the output stores cannot alias them, so every parameter stays in a register.
   const qs::KernelParams p = params;
   const qs::EncodeJob job = job_in;
+  if constexpr (Plain && !Codes) {
+    // Jobs of at least a vector take the fast loop; shorter ones (a tail, a head) the padded path below.
+    if (p.fast_ok && job.n >= std::size_t(N)) {
+      const bool nz = p.has_neg_zero;
+      if constexpr (Stoch) return nz ? fast_job<Stoch, Scaled, Sat, 0, 1>(p, job, key) : fast_job<Stoch, Scaled, Sat, 0, 0>(p, job, key);
+      else if (p.rmode == 0 && adder_rne_ok(p)) return nz ? fast_job<Stoch, Scaled, Sat, 0, 1>(p, job, key) : fast_job<Stoch, Scaled, Sat, 0, 0>(p, job, key);
+      else if (p.rmode == 0) return nz ? fast_job<Stoch, Scaled, Sat, 3, 1>(p, job, key) : fast_job<Stoch, Scaled, Sat, 3, 0>(p, job, key);
+      else if (p.rmode == 1) return nz ? fast_job<Stoch, Scaled, Sat, 1, 1>(p, job, key) : fast_job<Stoch, Scaled, Sat, 1, 0>(p, job, key);
+      else return nz ? fast_job<Stoch, Scaled, Sat, 2, 1>(p, job, key) : fast_job<Stoch, Scaled, Sat, 2, 0>(p, job, key);
+    }
+  }
   Counters cnt;
   vu lane;
   for (int i = 0; i < N; ++i) lane[i] = static_cast<uint32_t>(i);
@@ -265,11 +448,11 @@ qs::EncodeStats encode_loop(const qs::KernelParams& params, const qs::EncodeJob&
     vf val;
     if constexpr (Plain && !Codes) {
       if (p.fast_ok) {
-        vu d_ovf, d_unf;
+        vi d_ovf, d_unf;
         const vi bad = fast_values<Stoch, Scaled, Sat>(p, x, rnd, d_ovf, d_unf, val);
         if (none_set(bad)) {
-          cnt.ovf += d_ovf;
-          cnt.unf += d_unf;
+          cnt.ovf -= (vu)d_ovf;
+          cnt.unf -= (vu)d_unf;
           if (vals) std::memcpy(vals, &val, sizeof val);
           return;
         }
@@ -322,7 +505,37 @@ qs::EncodeStats encode_loop(const qs::KernelParams& params, const qs::EncodeJob&
 
 }  // namespace
 
+namespace {
+template <bool Stoch, bool Sat>
+qs::EncodeStats grouped(const qs::KernelParams& p, const qs::EncodeJob& job, uint32_t key, const float* scales,
+                        unsigned shift) {
+  const bool nz = p.has_neg_zero;
+  if constexpr (Stoch) {
+    return nz ? fast_loop<true, true, Sat, 0, 1, false, true>(p, job, key, scales, shift)
+              : fast_loop<true, true, Sat, 0, 0, false, true>(p, job, key, scales, shift);
+  } else {
+    if (p.rmode == 0 && adder_rne_ok(p))
+      return nz ? fast_loop<false, true, Sat, 0, 1, false, true>(p, job, key, scales, shift)
+                : fast_loop<false, true, Sat, 0, 0, false, true>(p, job, key, scales, shift);
+    if (p.rmode == 0)
+      return nz ? fast_loop<false, true, Sat, 3, 1, false, true>(p, job, key, scales, shift)
+                : fast_loop<false, true, Sat, 3, 0, false, true>(p, job, key, scales, shift);
+    if (p.rmode == 1)
+      return nz ? fast_loop<false, true, Sat, 1, 1, false, true>(p, job, key, scales, shift)
+                : fast_loop<false, true, Sat, 1, 0, false, true>(p, job, key, scales, shift);
+    return nz ? fast_loop<false, true, Sat, 2, 1, false, true>(p, job, key, scales, shift)
+              : fast_loop<false, true, Sat, 2, 0, false, true>(p, job, key, scales, shift);
+  }
+}
+}  // namespace
+
 namespace qs::detail {
+
+EncodeStats QS_CAT_ENTRY_GROUPS(const KernelParams& p, const EncodeJob& job, uint32_t key, const float* scales,
+                                unsigned shift) {
+  if (p.stochastic) return p.saturate ? grouped<true, true>(p, job, key, scales, shift) : grouped<true, false>(p, job, key, scales, shift);
+  return p.saturate ? grouped<false, true>(p, job, key, scales, shift) : grouped<false, false>(p, job, key, scales, shift);
+}
 
 EncodeStats QS_ENTRY(const KernelParams& p, const EncodeJob& job, uint32_t key) {
   const bool scaled = p.scale != 1.0f;

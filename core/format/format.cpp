@@ -8,6 +8,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <set>
 
 namespace qs {
@@ -289,6 +290,26 @@ double round_nearest_saturate(const Format& f, double x) {
   if (x == 0) return 0.0;
   // The quantum at x: 2^(max(e, emin) - M), e = floor(log2 x). Scaling by a power of two is exact,
   // and nearbyint rounds half to even in the default rounding mode, so this is the exact RNE value.
+  uint64_t xb;
+  std::memcpy(&xb, &x, sizeof xb);
+  const int be = int(xb >> 52);  // x > 0: the biased exponent
+  if (be >= 64 && be <= 2047 - 64) {
+    // A normal x far from both ends of double's range: e from the bits and the scalings as multiplications
+    // by exact powers of two (|q| < 64 for every format this takes), the same values as ilogb / ldexp
+    // without their calls (two-level block scales round here once per block).
+    const int e = be - 1023;
+    const int q = (e > f.emin ? e : f.emin) - f.mbits;
+    if (q > -64 && q < 64) {
+      auto pow2 = [](int k) {
+        const uint64_t b = uint64_t(k + 1023) << 52;
+        double d;
+        std::memcpy(&d, &b, sizeof d);
+        return d;
+      };
+      const double r = std::nearbyint(x * pow2(-q)) * pow2(q);
+      return r > f.max_finite ? f.max_finite : r;
+    }
+  }
   const int e = std::ilogb(x);
   const int q = (e > f.emin ? e : f.emin) - f.mbits;
   const double r = std::ldexp(std::nearbyint(std::ldexp(x, -q)), q);

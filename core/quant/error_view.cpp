@@ -59,9 +59,11 @@ void pass_run(const float* x, const float* q, std::size_t n, const ErrorCodePara
   uint64_t* value = h.value.data();
   uint64_t* ab = h.abs.data();
   uint64_t* rl = h.rel.data();
+  ErrorCodeParams pt = p;  // with groups: each tile starts at a group boundary (group divides kTile)
   for (std::size_t i0 = 0; i0 < n; i0 += kTile) {
     const std::size_t m = std::min(kTile, n - i0);
-    error_codes(x + i0, q + i0, m, p, vc, ac, rc, level);
+    if (p.bounds) pt.bounds = p.bounds + i0 / p.group;
+    error_codes(x + i0, q + i0, m, pt, vc, ac, rc, level);
     for (std::size_t i = 0; i < m; ++i) {
       value[(i & vmask) * vstride + std::size_t(vc[i])]++;
       ab[(i & 3) * estride + std::size_t(ac[i])]++;
@@ -289,8 +291,9 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
     };
   ClipRanges ggml_ranges;  // ggml schemes: each sub-block's clip interval, as apply_scheme decided it
   v.bits_per_value = bits_per_value(s, shape);
+  GroupRecords records;     // blocks along the last axis: each block's scale, bound and amax, as apply_scheme chose them
   v.out = apply_scheme(s, x, shape, y.data(), threads, apply_progress, &v.metrics,
-                       s.rule == ScaleRule::GgmlBlock ? &ggml_ranges : nullptr);
+                       s.rule == ScaleRule::GgmlBlock ? &ggml_ranges : nullptr, &records);
   if (v.out.cancelled) {
     v.cancelled = true;
     return v;
@@ -449,13 +452,42 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
     const std::size_t bl = std::size_t(s.block);
     const std::size_t per_row = L ? (L + bl - 1) / bl : 0;
     groups.resize(rows * per_row, is_affine(f));
+    // apply_scheme's records and whole blocks of 8..512 (a power of two): one pass over the chunk with each
+    // block's bound (error_codes' groups), not one call per block.
+    const bool grouped = records.filled && L % bl == 0 && bl >= 8 && bl <= 512 && (bl & (bl - 1)) == 0;
     ok = parallel_chunks(rows * per_row, std::max<std::size_t>(1, (std::size_t(1) << 16) / bl), threads,
                          [&](std::size_t gb, std::size_t ge) {
       Local h(opt.value_bins);
       ErrorCodeParams p = params;
+      if (grouped) {
+        for (std::size_t gi = gb; gi < ge; ++gi) {
+          GroupView g;
+          g.scale = records.scale[gi];
+          g.zp = records.zp[gi];
+          g.bound = records.bound[gi];
+          g.real = records.real[gi] != 0;
+          groups.set(gi, g, records.amax[gi]);
+        }
+        p.bounds = records.bound.data() + gb;
+        p.group = bl;
+        pass_run(x + gb * bl, y.data() + gb * bl, (ge - gb) * bl, p, level, h);
+        merge(h);
+        return;
+      }
       for (std::size_t gi = gb; gi < ge; ++gi) {
         const std::size_t r = gi / per_row, b0 = (gi % per_row) * bl;
         const std::size_t off = r * L + b0, len = std::min(bl, L - b0);
+        if (records.filled) {  // apply_scheme's own decisions (tst_error_view checks them against group_view)
+          GroupView g;
+          g.scale = records.scale[gi];
+          g.zp = records.zp[gi];
+          g.bound = records.bound[gi];
+          g.real = records.real[gi] != 0;
+          groups.set(gi, g, records.amax[gi]);
+          p.bound = g.bound;
+          pass_run(x + off, y.data() + off, len, p, level, h);
+          continue;
+        }
         MinMaxAcc mm{level};
         mm.add(x + off, len);
         const float searched = s.mse ? search_block_scale(s, candidates, x + off, len, ts) : 0.0f;

@@ -23,6 +23,10 @@ struct ErrorCodeParams {
   int32_t bins;
   bool interval = false;        // ... or, when set, when x lies outside [clip_lo, clip_hi] (ggml's blocks,
   double clip_lo = 0, clip_hi = 0;  // whose codes cover an interval that is not symmetric about 0)
+  // Groups (when set, instead of bound): element i of the call is clipped beyond bounds[i / group]; the
+  // kernels take group % (their double lanes) == 0 (error_view.cpp passes 8, 16, ..., 512).
+  const double* bounds = nullptr;
+  std::size_t group = 0;
   double low() const { return interval ? clip_lo : -bound; }
   double high() const { return interval ? clip_hi : bound; }
 };

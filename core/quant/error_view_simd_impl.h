@@ -23,10 +23,17 @@ void QS_EV_CAT(error_codes_, QS_SUFFIX)(const float* x, const float* q, std::siz
                                         int32_t* vcode, int32_t* acode, int32_t* rcode) {
   const vhi zi = {};
   const vd zd = {};
-  const vd lo = zd + p.lo, hi = zd + p.hi, inv = zd + p.inv, clo = zd + p.low(), chi = zd + p.high(), top = zd + double(p.bins - 1);
+  const vd lo = zd + p.lo, hi = zd + p.hi, inv = zd + p.inv, top = zd + double(p.bins - 1);
+  vd clo = zd + p.low(), chi = zd + p.high();
   const vhi bins = zi + p.bins;
-  std::size_t i = 0;
+  std::size_t i = 0, next = p.bounds ? 0 : ~std::size_t(0);
   for (; i + ND <= n; i += ND) {
+    if (i >= next) {  // the next group's bound (groups hold whole steps)
+      const double b = p.bounds[i / p.group];
+      clo = zd - b;
+      chi = zd + b;
+      next = (i / p.group + 1) * p.group;
+    }
     vhf xf, qf;
     std::memcpy(&xf, x + i, sizeof xf);
     std::memcpy(&qf, q + i, sizeof qf);
@@ -74,7 +81,17 @@ void QS_EV_CAT(error_codes_, QS_SUFFIX)(const float* x, const float* q, std::siz
     std::memcpy(acode + i, &a, sizeof a);
     std::memcpy(rcode + i, &r, sizeof r);
   }
-  for (; i < n; ++i) error_code_one(x[i], q[i], p, vcode[i], acode[i], rcode[i]);
+  for (; i < n; ++i) {
+    if (!p.bounds) {
+      error_code_one(x[i], q[i], p, vcode[i], acode[i], rcode[i]);
+    } else {
+      ErrorCodeParams one = p;
+      one.bounds = nullptr;
+      one.interval = false;
+      one.bound = p.bounds[i / p.group];
+      error_code_one(x[i], q[i], one, vcode[i], acode[i], rcode[i]);
+    }
+  }
 }
 
 }  // namespace qs::detail

@@ -93,6 +93,10 @@ void accumulate_metrics(ErrorMetrics& m, const float* x, const float* q, std::si
   if (m.histograms) histogram_pass(m, x, q, n, scale);
 }
 
+void accumulate_histograms(ErrorMetrics& m, const float* x, const float* q, std::size_t n, float scale) {
+  if (m.histograms) histogram_pass(m, x, q, n, scale);
+}
+
 std::string histogram_csv_rows(const ErrorMetrics& m, const std::string& prefix) {
   std::ostringstream out;
   out.precision(17);

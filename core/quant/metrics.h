@@ -47,6 +47,10 @@ void accumulate_metrics(ErrorMetrics& m, const float* x, const float* q, std::si
 void accumulate_metrics(ErrorMetrics& m, const float* x, const float* q, std::size_t n, float scale, double clip_lo,
                         double clip_hi);
 
+// Only the log2 histograms of accumulate_metrics (nothing when m.histograms is off): for callers that take
+// the sums of a run of groups in one call (error_sums_groups_f32, quant/reduce_simd.h).
+void accumulate_histograms(ErrorMetrics& m, const float* x, const float* q, std::size_t n, float scale);
+
 // "kind,bin_lo,bin_hi,count" rows (kind = abs_error | rel_error | binade), non-empty bins only,
 // each line prefixed by `prefix` (e.g. "file,tensor,scheme,").
 std::string histogram_csv_rows(const ErrorMetrics& m, const std::string& prefix);

@@ -24,4 +24,15 @@ ErrorSums error_sums_f32(const float* x, const float* q, std::size_t n, double c
   }
 }
 
+ErrorSums error_sums_groups_f32(const float* x, const float* q, std::size_t n, std::size_t group, const double* bound,
+                                SimdLevel level) {
+  switch (level) {
+#if defined(QS_HAVE_X86_SIMD)
+    case SimdLevel::Avx512: return detail::error_sums_groups_f32_avx512(x, q, n, group, bound);
+    case SimdLevel::Avx2: return detail::error_sums_groups_f32_avx2(x, q, n, group, bound);
+#endif
+    default: return detail::error_sums_groups_f32_generic(x, q, n, group, bound);
+  }
+}
+
 }  // namespace qs

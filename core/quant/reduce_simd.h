@@ -23,6 +23,12 @@ void minmax_f32(const float* x, std::size_t n, float& lo, float& hi, SimdLevel l
 ErrorSums error_sums_f32(const float* x, const float* q, std::size_t n, double clip_lo, double clip_hi,
                          SimdLevel level = best_simd_level());
 
+// The same over consecutive groups of `group` elements (the last may be shorter), group g clipped at
+// [-bound[g], bound[g]]: one call for a run of blocks instead of one per block. Its sums are added in
+// another order than per-group calls would (fixed for a level).
+ErrorSums error_sums_groups_f32(const float* x, const float* q, std::size_t n, std::size_t group, const double* bound,
+                                SimdLevel level = best_simd_level());
+
 namespace detail {
 void minmax_f32_generic(const float* x, std::size_t n, float& lo, float& hi);
 void minmax_f32_avx2(const float* x, std::size_t n, float& lo, float& hi);
@@ -30,6 +36,9 @@ void minmax_f32_avx512(const float* x, std::size_t n, float& lo, float& hi);
 ErrorSums error_sums_f32_generic(const float* x, const float* q, std::size_t n, double clip_lo, double clip_hi);
 ErrorSums error_sums_f32_avx2(const float* x, const float* q, std::size_t n, double clip_lo, double clip_hi);
 ErrorSums error_sums_f32_avx512(const float* x, const float* q, std::size_t n, double clip_lo, double clip_hi);
+ErrorSums error_sums_groups_f32_generic(const float* x, const float* q, std::size_t n, std::size_t group, const double* bound);
+ErrorSums error_sums_groups_f32_avx2(const float* x, const float* q, std::size_t n, std::size_t group, const double* bound);
+ErrorSums error_sums_groups_f32_avx512(const float* x, const float* q, std::size_t n, std::size_t group, const double* bound);
 }  // namespace detail
 
 }  // namespace qs

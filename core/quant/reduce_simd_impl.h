@@ -5,6 +5,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "quant/reduce_simd.h"
 
@@ -43,35 +44,110 @@ void QS_CAT(minmax_f32_, QS_SUFFIX)(const float* x, std::size_t n, float& lo_out
   hi_out = h;
 }
 
-ErrorSums QS_CAT(error_sums_f32_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, double clip_lo,
-                                             double clip_hi) {
+namespace {
+// The error sums of groups of `group` consecutive elements, group g clipped at bounds_of(g) = {lo, hi};
+// a vector step never straddles two groups (group % NF == 0, or one group: group >= n).
+template <class BoundsOf>
+ErrorSums QS_CAT(sums_core_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, std::size_t group,
+                                        const BoundsOf& bounds_of) {
+  // Steps of NF floats = two double vectors, each half with its own accumulators (every sum is a chain of
+  // dependent additions). Most steps hold only finite, unclipped x: there the clipping part is 0 and the
+  // rounding part is the error itself, so such a step adds e^2 once, to `both` (a sum that belongs to the
+  // total and to the rounding part), and counts NF elements. A step with a non-finite or possibly clipped x
+  // takes the full formula. At the end: sum_e2 = both + e2, sum_round2 = both + r2, lane by lane, then the
+  // lanes in order: fixed for a level, whatever the data.
   const vd zero = {};
-  vd sx2 = zero, se2 = zero, sae = zero, sc2 = zero, sr2 = zero, mae = zero;
-  vl cnt = {}, clipped = {};
-  const vd hi = zero + clip_hi, lo = zero + clip_lo, big = zero + double(FLT_MAX);
-  std::size_t i = 0;
-  for (; i + ND <= n; i += ND) {
-    vhf xf, qf;
+  struct Acc {
+    vd sx2, both, se2, sae, sc2, sr2, mae;
+    vl cnt, clipped;
+  };
+  Acc acc[2];
+  for (Acc& a : acc) a = Acc{zero, zero, zero, zero, zero, zero, zero, vl{}, vl{}};
+  const vd big = zero + double(FLT_MAX);
+  const vl absmask = vl{} + 0x7fffffffffffffffLL;
+  vd hi = zero, lo = zero;
+  vi safe_v = {};
+  // |x| <= safe (as float bits) means finite and inside [lo, hi]: safe is the largest float not above
+  // min(-lo, hi) (-1: none, when the interval does not hold 0).
+  auto set_group = [&](std::size_t g) {
+    const auto [glo, ghi] = bounds_of(g);
+    lo = zero + glo;
+    hi = zero + ghi;
+    int32_t safe = -1;
+    const double m = std::min(-glo, ghi);
+    if (m >= 0) {
+      const float f = m >= double(FLT_MAX) ? FLT_MAX : static_cast<float>(m);
+      std::memcpy(&safe, &f, sizeof safe);
+      if (double(f) > m) safe -= 1;  // f > m >= 0: the float below f (f is positive)
+    }
+    safe_v = vi{} + safe;
+  };
+  uint64_t fast_count = 0;
+  auto full = [&](Acc& a, vd xd, vd qd) __attribute__((always_inline)) {
+    const vl fin = (vd)((vl)xd & absmask) <= big;  // |x| <= FLT_MAX: finite (NaN compares false)
+    xd = (vd)((vl)xd & fin);                        // non-finite x: 0 and 0, as if absent
+    qd = (vd)((vl)qd & fin);
+    const vd e = xd - qd;
+    const vd ae = (vd)((vl)e & absmask);
+    a.sx2 += xd * xd;
+    a.se2 += e * e;
+    a.sae += ae;
+    a.mae = ae > a.mae ? ae : a.mae;
+    const vd cx = xd > hi ? hi : (xd < lo ? lo : xd);
+    // Masked: a non-finite x (now 0) is outside an interval that does not hold 0, but is not measured.
+    const vd ce = (vd)((vl)(xd - cx) & fin), re = (vd)((vl)(cx - qd) & fin);
+    a.sc2 += ce * ce;
+    a.sr2 += re * re;
+    a.cnt -= fin;
+    a.clipped -= (ce != zero);
+  };
+  auto fast = [&](Acc& a, vd xd, vd qd) __attribute__((always_inline)) {
+    const vd e = xd - qd;
+    const vd ae = (vd)((vl)e & absmask);
+    a.sx2 += xd * xd;
+    a.both += e * e;
+    a.sae += ae;
+    a.mae = ae > a.mae ? ae : a.mae;
+  };
+  std::size_t i = 0, next = 0, g = 0;
+  for (; i + NF <= n; i += NF) {
+    if (i >= next) {
+      g = i / group;
+      next = (g + 1) * group;
+      set_group(g);
+    }
+    vf xf, qf;
     std::memcpy(&xf, x + i, sizeof xf);
     std::memcpy(&qf, q + i, sizeof qf);
-    vd xd = __builtin_convertvector(xf, vd), qd = __builtin_convertvector(qf, vd);
-    const vl fin = (xd <= big) & (xd >= -big);
-    xd = fin ? xd : zero;
-    qd = fin ? qd : zero;
-    const vd e = xd - qd;
-    const vd ae = e < zero ? -e : e;
-    sx2 += xd * xd;
-    se2 += e * e;
-    sae += ae;
-    mae = ae > mae ? ae : mae;
-    const vd cx = xd > hi ? hi : (xd < lo ? lo : xd);
-    const vd ce = xd - cx, re = cx - qd;
-    sc2 += ce * ce;
-    sr2 += re * re;
-    cnt -= fin;
-    clipped -= (ce != zero);
+    vi xb;
+    std::memcpy(&xb, &xf, sizeof xb);
+    const vi out = (xb & 0x7fffffff) > safe_v;
+    vhf x0, x1, q0, q1;
+    std::memcpy(&x0, &xf, sizeof x0);
+    std::memcpy(&x1, reinterpret_cast<const char*>(&xf) + sizeof x0, sizeof x1);
+    std::memcpy(&q0, &qf, sizeof q0);
+    std::memcpy(&q1, reinterpret_cast<const char*>(&qf) + sizeof q0, sizeof q1);
+    const vd xd0 = __builtin_convertvector(x0, vd), xd1 = __builtin_convertvector(x1, vd);
+    const vd qd0 = __builtin_convertvector(q0, vd), qd1 = __builtin_convertvector(q1, vd);
+    bool any = false;
+    for (int l = 0; l < NF; ++l) any |= out[l] != 0;
+    if (!any) {
+      fast(acc[0], xd0, qd0);
+      fast(acc[1], xd1, qd1);
+      fast_count += NF;
+    } else {
+      full(acc[0], xd0, qd0);
+      full(acc[1], xd1, qd1);
+    }
   }
+  const Acc& a0 = acc[0];
+  const Acc& a1 = acc[1];
+  const vd both = a0.both + a1.both;
+  const vd sx2 = a0.sx2 + a1.sx2, se2 = both + (a0.se2 + a1.se2), sae = a0.sae + a1.sae, sc2 = a0.sc2 + a1.sc2,
+           sr2 = both + (a0.sr2 + a1.sr2), mae = a0.mae > a1.mae ? a0.mae : a1.mae;
+  const vl cnt = a0.cnt + a1.cnt, clipped = a0.clipped + a1.clipped;
   ErrorSums s;
+  s.count = fast_count;
   for (int l = 0; l < ND; ++l) {
     s.sx2 += sx2[l];
     s.se2 += se2[l];
@@ -85,6 +161,7 @@ ErrorSums QS_CAT(error_sums_f32_, QS_SUFFIX)(const float* x, const float* q, std
   for (; i < n; ++i) {
     const double xi = x[i];
     if (!std::isfinite(xi)) continue;
+    const auto [clip_lo, clip_hi] = bounds_of(i / group);
     const double e = xi - double(q[i]), ae = std::fabs(e);
     const double cx = std::clamp(xi, clip_lo, clip_hi);
     ++s.count;
@@ -97,6 +174,28 @@ ErrorSums QS_CAT(error_sums_f32_, QS_SUFFIX)(const float* x, const float* q, std
     s.clipped += xi != cx;
   }
   return s;
+}
+}  // namespace
+
+ErrorSums QS_CAT(error_sums_f32_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, double clip_lo,
+                                             double clip_hi) {
+  return QS_CAT(sums_core_, QS_SUFFIX)(x, q, n, n ? n : 1,
+                                       [&](std::size_t) { return std::pair<double, double>{clip_lo, clip_hi}; });
+}
+
+ErrorSums QS_CAT(error_sums_groups_f32_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, std::size_t group,
+                                                    const double* bound) {
+  auto bounds_of = [&](std::size_t g) { return std::pair<double, double>{-bound[g], bound[g]}; };
+  if (group % NF == 0 || group >= n) return QS_CAT(sums_core_, QS_SUFFIX)(x, q, n, group ? group : 1, bounds_of);
+  ErrorSums t;  // groups that a vector step would straddle: one call per group, added in order
+  for (std::size_t b = 0, g = 0; b < n; b += group, ++g) {
+    const ErrorSums s = QS_CAT(sums_core_, QS_SUFFIX)(x + b, q + b, std::min(group, n - b), group,
+                                                      [&](std::size_t) { return bounds_of(g); });
+    t.sx2 += s.sx2, t.se2 += s.se2, t.sae += s.sae, t.sc2 += s.sc2, t.sr2 += s.sr2;
+    t.mae = std::max(t.mae, s.mae);
+    t.count += s.count, t.clipped += s.clipped;
+  }
+  return t;
 }
 
 }  // namespace qs::detail

@@ -23,6 +23,10 @@ namespace {
 
 bool affine(const Format& f) { return f.is_int() && !f.is_signed; }
 
+// Elements per chunk of the per-tensor path: small enough that a 4 MiB tensor (2^20 values) splits into 16
+// chunks for the threads, large enough that a chunk's call costs nothing against its work (~20 us).
+constexpr std::size_t kTensorChunk = std::size_t(1) << 16;
+
 struct MinMax {
   double lo = 0, hi = 0, amax = 0;
   bool any = false;
@@ -41,8 +45,12 @@ struct MinMax {
 struct GroupQuantizer {
   const Scheme& s;
   ErrorMetrics* metrics;
+  BlockEncoder enc;  // the kernel parameters once per call, not once per group
+  GroupQuantizer(const Scheme& scheme, ErrorMetrics* m) : s(scheme), metrics(m), enc(scheme.format, scheme.options) {}
+  // measure = false: no metrics here; *bound_out (when given) receives the group's clip bound, for a caller
+  // that measures a run of groups at once (error_sums_groups_f32).
   void run(const float* x, std::size_t n, uint64_t index0, const MinMax& mm, const GroupScale& g, float* y,
-           EncodeStats& st, ErrorMetrics& local) const {
+           EncodeStats& st, ErrorMetrics& local, bool measure = true, double* bound_out = nullptr) const {
     float used_scale = g.scale;
     if (s.rule == ScaleRule::Affine) {
       st += encode_affine_f32(s.format, s.options, x, n, index0, g.scale, g.zero_point, y);
@@ -61,15 +69,62 @@ struct GroupQuantizer {
       job.scale = g.scale;
       job.values = y;
       job.index0 = index0;
-      st += encode_f32(s.format, s.options, job);
+      st += enc.run(job);
     }
-    if (metrics) {
+    if (metrics || bound_out) {
       const double bound = s.rule == ScaleRule::Affine ? std::max(std::fabs(mm.lo), std::fabs(mm.hi))
                                                        : clip_bound(s.format, used_scale);
-      accumulate_metrics(local, x, y, n, used_scale, bound);
+      if (bound_out) *bound_out = bound;
+      if (metrics && measure) accumulate_metrics(local, x, y, n, used_scale, bound);
+      else if (metrics) accumulate_histograms(local, x, y, n, used_scale);
     }
   }
 };
+
+// The floating-point error sums of each chunk of a parallel_chunks call, kept by chunk index and folded into
+// the result in chunk order after the call: the metrics are then the same double sums for any thread count
+// and any schedule (a 1-thread run folds in the same order). The integer parts (counts, histograms) and
+// max_abs_e do not depend on the order and merge as the chunks finish.
+class OrderedSums {
+ public:
+  OrderedSums(std::size_t n, std::size_t chunk, bool on)
+      : chunk_(std::max<std::size_t>(chunk, 1)), parts_(on ? (n + chunk_ - 1) / chunk_ : 0) {}
+  // Moves local's sums into the slot of the chunk that starts at `begin` (each chunk writes its own slot)
+  // and leaves local's order-independent parts for the caller to merge.
+  void take(std::size_t begin, ErrorMetrics& local) {
+    Part& p = parts_[begin / chunk_];
+    p = Part{local.sum_x2, local.sum_e2, local.sum_abs_e, local.sum_clip2, local.sum_round2};
+    local.sum_x2 = local.sum_e2 = local.sum_abs_e = local.sum_clip2 = local.sum_round2 = 0.0;
+  }
+  void fold_into(ErrorMetrics& m) const {
+    for (const Part& p : parts_) {
+      m.sum_x2 += p.x2;
+      m.sum_e2 += p.e2;
+      m.sum_abs_e += p.abs_e;
+      m.sum_clip2 += p.clip2;
+      m.sum_round2 += p.round2;
+    }
+  }
+
+ private:
+  struct Part {
+    double x2 = 0, e2 = 0, abs_e = 0, clip2 = 0, round2 = 0;
+  };
+  std::size_t chunk_;
+  std::vector<Part> parts_;
+};
+
+// Adds the order-independent parts of a chunk's metrics (its sums were moved out by OrderedSums::take).
+void add_counts(ErrorMetrics& m, const ErrorMetrics& local) {
+  m.count += local.count;
+  m.max_abs_e = std::max(m.max_abs_e, local.max_abs_e);
+  m.clipped += local.clipped;
+  if (local.histograms) {
+    m.abs_error += local.abs_error;
+    m.rel_error += local.rel_error;
+    m.binade += local.binade;
+  }
+}
 
 }  // namespace
 
@@ -419,8 +474,9 @@ SchemeOutput apply_ggml(const Scheme& s, const float* x, const std::vector<int64
   }
   std::mutex mu;
   threads = resolve_threads(threads);
-  out.cancelled = !parallel_chunks(rows, std::max<std::size_t>(1, (std::size_t(1) << 16) / L), threads,
-                                   [&](std::size_t rb, std::size_t re) {
+  const std::size_t chunk = std::max<std::size_t>(1, (std::size_t(1) << 16) / L);
+  OrderedSums sums(rows, chunk, metrics != nullptr);
+  out.cancelled = !parallel_chunks(rows, chunk, threads, [&](std::size_t rb, std::size_t re) {
     std::vector<float> row(L);
     std::vector<uint8_t> blocks(ggml::quantized_bytes(type, L));
     std::vector<double> lo(subs_per_row), hi(subs_per_row);
@@ -458,19 +514,22 @@ SchemeOutput apply_ggml(const Scheme& s, const float* x, const std::vector<int64
         }
       }
     }
+    if (metrics) sums.take(rb, local);
     std::lock_guard<std::mutex> lock(mu);
     out.stats += st;
     out.amax = std::max(out.amax, amax);
     out.groups += (re - rb) * subs_per_row;
-    if (metrics) *metrics += local;
+    if (metrics) add_counts(*metrics, local);
   }, progress);
+  if (metrics) sums.fold_into(*metrics);
   return out;
 }
 
 }  // namespace
 
 SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int64_t>& shape, float* y, int threads,
-                          const ProgressFn& progress, ErrorMetrics* metrics, ClipRanges* clip) {
+                          const ProgressFn& progress, ErrorMetrics* metrics, ClipRanges* clip, GroupRecords* records) {
+  if (records) records->filled = false;
   if (s.rule == ScaleRule::GgmlBlock) return apply_ggml(s, x, shape, y, threads, progress, metrics, clip);
   SchemeOutput out;
   std::size_t n = 1;
@@ -480,17 +539,24 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
   GroupQuantizer gq{s, metrics};
   const ScaleRuleParams rule = scale_rule_params(s);
   const ScaleFormatRound round = scale_format_round(s);
-  auto merge = [&](const EncodeStats& st, const ErrorMetrics& local, const MinMax& mm, std::size_t groups) {
+  // Each path below makes one OrderedSums for its parallel_chunks call: a chunk moves its error sums into
+  // its slot, merges the rest here, and the sums are folded in chunk order when the call returns.
+  auto merge = [&](OrderedSums& sums, std::size_t begin, const EncodeStats& st, ErrorMetrics& local, const MinMax& mm,
+                   std::size_t groups) {
+    if (metrics) sums.take(begin, local);
     std::lock_guard<std::mutex> lock(mu);
     out.stats += st;
     out.amax = std::max(out.amax, mm.amax);
     out.groups += groups;
-    if (metrics) *metrics += local;
+    if (metrics) add_counts(*metrics, local);
+  };
+  auto fold = [&](const OrderedSums& sums) {
+    if (metrics) sums.fold_into(*metrics);  // a cancelled call: the chunks that ran
   };
 
   if (s.granularity == Granularity::Tensor || s.granularity == Granularity::None || shape.empty()) {
     MinMax mm;
-    parallel_chunks(n, std::size_t(1) << 20, threads, [&](std::size_t b, std::size_t e) {
+    parallel_chunks(n, kTensorChunk, threads, [&](std::size_t b, std::size_t e) {
       MinMax local;
       local.add(x + b, e - b);
       std::lock_guard<std::mutex> lock(mu);
@@ -508,14 +574,16 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
                              ? GroupScale{observed_scale_tensor(s, x, n), 0}
                              : group_scale(tensor_rule, GroupStats{mm.amax, mm.lo, mm.hi});
     if (s.clip != Scheme::Clip::Amax) out.observed_scales.assign(1, g.scale);
-    out.cancelled = !parallel_chunks(n, std::size_t(1) << 20, threads, [&](std::size_t b, std::size_t e) {
+    OrderedSums sums(n, kTensorChunk, metrics != nullptr);
+    out.cancelled = !parallel_chunks(n, kTensorChunk, threads, [&](std::size_t b, std::size_t e) {
       EncodeStats st;
       ErrorMetrics local;
       local.histograms = metrics && metrics->histograms;
       // Unsigned integers: one zero point for the whole tensor, from the tensor's min/max.
       gq.run(x + b, e - b, b, mm, g, y + b, st, local);
-      merge(st, local, MinMax{}, 0);
+      merge(sums, b, st, local, MinMax{}, 0);
     }, progress);
+    fold(sums);
     out.amax = mm.amax;
     out.groups = 1;
     return out;
@@ -532,6 +600,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
     for (int i = axis + 1; i < rank; ++i) inner *= static_cast<std::size_t>(shape[i]);
     const std::size_t channels = static_cast<std::size_t>(shape[axis]);
     if (s.clip != Scheme::Clip::Amax) out.observed_scales.assign(channels, 1.0f);
+    OrderedSums sums(channels, 1, metrics != nullptr);
     out.cancelled = !parallel_chunks(channels, 1, threads, [&](std::size_t cb, std::size_t ce) {
       EncodeStats st;
       ErrorMetrics local;
@@ -550,8 +619,9 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         }
         all.amax = std::max(all.amax, mm.amax);
       }
-      merge(st, local, all, ce - cb);
+      merge(sums, cb, st, local, all, ce - cb);
     }, progress);
+    fold(sums);
     return out;
   }
 
@@ -565,8 +635,9 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
     // 2-D tiles, or blocks along another axis: each group gathered, quantized and scattered back. Stochastic
     // rounding draws by (the group's first flat index + position in the group).
     const float ts = out.tensor_scale;
-    out.cancelled = !parallel_chunks(layout.count(), std::max<std::size_t>(1, (std::size_t(1) << 16) / layout.max_size()),
-                                     threads, [&](std::size_t gb, std::size_t ge) {
+    const std::size_t chunk = std::max<std::size_t>(1, (std::size_t(1) << 16) / layout.max_size());
+    OrderedSums sums(layout.count(), chunk, metrics != nullptr);
+    out.cancelled = !parallel_chunks(layout.count(), chunk, threads, [&](std::size_t gb, std::size_t ge) {
       EncodeStats st;
       ErrorMetrics local;
       local.histograms = metrics && metrics->histograms;
@@ -586,8 +657,9 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         for (std::size_t k = 0; k < idx.size(); ++k) y[idx[k]] = ys[k];
         all.amax = std::max(all.amax, mm.amax);
       }
-      merge(st, local, all, ge - gb);
+      merge(sums, gb, st, local, all, ge - gb);
     }, progress);
+    fold(sums);
     return out;
   }
 
@@ -596,13 +668,99 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
   const std::size_t rows = L ? n / L : 0;
   const std::size_t bl = static_cast<std::size_t>(s.block);
   const float ts = out.tensor_scale;
-  out.cancelled = !parallel_chunks(rows, std::max<std::size_t>(1, (std::size_t(1) << 16) / std::max<std::size_t>(L, 1)),
-                                   threads, [&](std::size_t rb, std::size_t re) {
+  const std::size_t chunk = std::max<std::size_t>(1, (std::size_t(1) << 16) / std::max<std::size_t>(L, 1));
+  OrderedSums sums(rows, chunk, metrics != nullptr);
+  const std::size_t per_row = L ? (L + bl - 1) / bl : 0;
+  if (records) {
+    const std::size_t count = rows * per_row;
+    records->scale.assign(count, 1.0f);
+    records->zp.assign(count, 0);
+    records->bound.assign(count, 0.0);
+    records->amax.assign(count, 0.0f);
+    records->real.assign(count, 0);
+    records->filled = true;
+  }
+  const bool is_affine = s.rule == ScaleRule::Affine;
+  out.cancelled = !parallel_chunks(rows, chunk, threads, [&](std::size_t rb, std::size_t re) {
     EncodeStats st;
     ErrorMetrics local;
     local.histograms = metrics && metrics->histograms;
     MinMax all;
     std::size_t groups = 0;
+    // The error sums of a run of blocks are one call (per-block calls cost more than their 16 or 32
+    // elements): the whole chunk when the rows hold whole blocks, else row by row; histograms stay per block.
+    const bool batch = metrics != nullptr;
+    const bool whole = L % bl == 0;
+    std::vector<double> bounds(batch ? (whole ? (re - rb) * per_row : per_row) : 0);
+    if (whole && !is_affine) {
+      // Whole blocks: every block's statistics and scale first, then one encoder call for the chunk with a
+      // scale per block (BlockEncoder::run_groups: per-block calls cost more than 16 or 32 elements), then the
+      // histograms per block (if asked for) and the error sums of the chunk.
+      const std::size_t count = (re - rb) * per_row, off0 = rb * L;
+      std::vector<float> scales(count);
+      bounds.resize(count);
+      for (std::size_t k = 0; k < count; ++k) {
+        const std::size_t off = off0 + k * bl;
+        MinMax mm;
+        mm.add(x + off, bl);
+        const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, x + off, bl, ts), 0}
+                                   : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
+        const bool usable = scale_is_usable(g.scale);
+        const float used = usable ? g.scale : 1.0f;
+        scales[k] = g.scale;
+        bounds[k] = clip_bound(s.format, used);
+        if (records) {
+          const std::size_t gi = rb * per_row + k;
+          records->scale[gi] = used;
+          records->zp[gi] = 0;
+          records->bound[gi] = bounds[k];
+          records->amax[gi] = static_cast<float>(mm.amax);
+          records->real[gi] = mm.amax > 0 && usable;
+        }
+        if (!usable) {  // a two-level block scale that underflowed: the whole block is zero
+          for (std::size_t i = off; i < off + bl; ++i) {
+            if (std::isnan(x[i])) ++st.nan;
+            else if (x[i] != 0) ++st.underflow;
+          }
+        }
+        all.amax = std::max(all.amax, mm.amax);
+        ++groups;
+      }
+      // Runs of usable blocks in one call each (an unusable block is written as zeros between them).
+      for (std::size_t k = 0; k < count;) {
+        if (!scale_is_usable(scales[k])) {
+          std::fill(y + off0 + k * bl, y + off0 + (k + 1) * bl, 0.0f);
+          ++k;
+          continue;
+        }
+        std::size_t e = k;
+        while (e < count && scale_is_usable(scales[e])) ++e;
+        EncodeJob job;
+        job.x = x + off0 + k * bl;
+        job.n = (e - k) * bl;
+        job.values = y + off0 + k * bl;
+        job.index0 = off0 + k * bl;
+        st += gq.enc.run_groups(job, scales.data() + k, bl);
+        k = e;
+      }
+      if (metrics) {
+        if (local.histograms)
+          for (std::size_t k = 0; k < count; ++k)
+            accumulate_histograms(local, x + off0 + k * bl, y + off0 + k * bl, bl,
+                                  scale_is_usable(scales[k]) ? scales[k] : 1.0f);
+        const ErrorSums e = error_sums_groups_f32(x + off0, y + off0, count * bl, bl, bounds.data());
+        local.count += e.count;
+        local.sum_x2 += e.sx2;
+        local.sum_e2 += e.se2;
+        local.sum_abs_e += e.sae;
+        local.max_abs_e = std::max(local.max_abs_e, e.mae);
+        local.sum_clip2 += e.sc2;
+        local.sum_round2 += e.sr2;
+        local.clipped += e.clipped;
+      }
+      merge(sums, rb, st, local, all, groups);
+      return;
+    }
     for (std::size_t r = rb; r < re; ++r) {
       for (std::size_t b0 = 0; b0 < L; b0 += bl) {
         const std::size_t off = r * L + b0, len = std::min(bl, L - b0);
@@ -610,13 +768,37 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         mm.add(x + off, len);
         const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, x + off, len, ts), 0}
                                    : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
-        gq.run(x + off, len, off, mm, g, y + off, st, local);
+        double* bound = batch ? &bounds[(whole ? (r - rb) * per_row : 0) + b0 / bl] : nullptr;
+        gq.run(x + off, len, off, mm, g, y + off, st, local, !batch, bound);
+        if (records) {  // as the Error view's group_view decides it
+          const std::size_t gi = r * per_row + b0 / bl;
+          const bool usable = is_affine || scale_is_usable(g.scale);
+          const float used = is_affine ? g.scale : (usable ? g.scale : 1.0f);
+          records->scale[gi] = used;
+          records->zp[gi] = g.zero_point;
+          records->bound[gi] = is_affine ? std::max(std::fabs(mm.lo), std::fabs(mm.hi)) : clip_bound(s.format, used);
+          records->amax[gi] = static_cast<float>(mm.amax);
+          records->real[gi] = mm.amax > 0 && usable;
+        }
         all.amax = std::max(all.amax, mm.amax);
         ++groups;
       }
+      if (batch && (!whole || r + 1 == re)) {
+        const std::size_t first = whole ? rb : r;
+        const ErrorSums e = error_sums_groups_f32(x + first * L, y + first * L, (r + 1 - first) * L, bl, bounds.data());
+        local.count += e.count;
+        local.sum_x2 += e.sx2;
+        local.sum_e2 += e.se2;
+        local.sum_abs_e += e.sae;
+        local.max_abs_e = std::max(local.max_abs_e, e.mae);
+        local.sum_clip2 += e.sc2;
+        local.sum_round2 += e.sr2;
+        local.clipped += e.clipped;
+      }
     }
-    merge(st, local, all, groups);
+    merge(sums, rb, st, local, all, groups);
   }, progress);
+  fold(sums);
   return out;
 }
 

@@ -160,8 +160,19 @@ struct ClipRanges {
   std::size_t group = 0;        // elements per range
   std::vector<double> lo, hi;
 };
+// `records` (optional): for blocks along the last axis (not ggml, not gathered), each block's decision in
+// memory order (row by row, the last block of a row may be shorter), so that the Error view's pass need not
+// recompute every block's statistics and scale: `filled` says the path wrote them.
+struct GroupRecords {
+  bool filled = false;
+  std::vector<float> scale;     // the scale the encoder used (1 for a two-level block written as zeros)
+  std::vector<int32_t> zp;      // affine formats' zero point (else 0)
+  std::vector<double> bound;    // the clip bound (clip_bound, or max(|lo|, |hi|) for affine formats)
+  std::vector<float> amax;      // max |x| over the block's finite x
+  std::vector<uint8_t> real;    // the block had a finite non-zero amax (and a usable scale, but affine)
+};
 SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int64_t>& shape, float* y,
                           int threads = 1, const ProgressFn& progress = {}, ErrorMetrics* metrics = nullptr,
-                          ClipRanges* clip = nullptr);
+                          ClipRanges* clip = nullptr, GroupRecords* records = nullptr);
 
 }  // namespace qs

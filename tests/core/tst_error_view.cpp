@@ -368,7 +368,7 @@ TEST(ErrorView, Cancel) {
     int stopAfter;  // progress calls answered true before the false
   };
   const Case cases[] = {{"tensor at once", "e4m3fn/tensor", 0},
-                        {"tensor in the pass", "e4m3fn/tensor", 20},
+                        {"tensor in the pass", "e4m3fn/tensor", 40},  // 32 chunks of 2^16 in apply_scheme
                         {"channel in the pass", "int8/channel:0", 2060},  // 2048 channels + 1 in apply_scheme
                         {"block in the pass", "e2m1fn/block:32:e8m0fnu", 40}};
   const std::vector<float> x = makeData("cancel", std::size_t(1) << 21, false, false);

@@ -10,6 +10,7 @@
 
 #include "test_rng.h"
 #include "quant/metrics.h"
+#include "quant/reduce_simd.h"
 
 #include <algorithm>
 #include <cctype>
@@ -479,4 +480,62 @@ TEST(Metrics, NonFiniteSkipped) {
   EXPECT_TRUE(m.rel_error.counts == mf.rel_error.counts && m.rel_error.zeros == mf.rel_error.zeros);
   EXPECT_TRUE(m.binade.counts == mf.binade.counts && m.binade.zeros == mf.binade.zeros);
   EXPECT_TRUE(std::isfinite(m.sqnr_db()));
+}
+
+// error_sums_f32 (quant/reduce_simd.h) on every SIMD level this CPU runs, against long double sums written
+// here: runs of finite unclipped values (its fast steps), NaN / inf / clipped values scattered among them
+// (its full steps), every length 0..70 and a long run, intervals symmetric, one-sided and not holding 0,
+// huge and infinite bounds. Counts, clipped and max |e| exact; each sum within 2 n u (relative).
+TEST(Metrics, ErrorSumsLevels) {
+  Rng g{kDataSeed + 91};
+  struct Bounds {
+    double lo, hi;
+  };
+  const Bounds bounds[] = {{-2.0, 2.0},  {-1.5, 3.25},  {0.25, 3.0}, {-3.0, -0.5},
+                           {-1e300, 1e300}, {-double(kInf), double(kInf)}, {-1e-3, 1e-3}, {-0.0, 0.0}};
+  std::vector<std::size_t> lengths;
+  for (std::size_t n = 0; n <= 70; ++n) lengths.push_back(n);
+  lengths.push_back(5000 + 13);
+  for (const Bounds& b : bounds)
+    for (std::size_t n : lengths)
+      for (int specials : {0, 1}) {
+        std::vector<float> x(n), q(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          x[i] = static_cast<float>(g.normal() * 0.8);
+          q[i] = static_cast<float>(std::nearbyint(double(x[i]) * 16) / 16);
+          if (specials && g.next() % 23 == 0) {
+            const float sp[] = {kNaN, kInf, -kInf, 7.5f, -9.0f, 1e30f, -1e-30f};
+            x[i] = sp[g.next() % 7];
+            q[i] = std::isfinite(x[i]) ? std::clamp(x[i], -2.0f, 2.0f) : x[i];
+          }
+        }
+        long double sx2 = 0, se2 = 0, sae = 0, sc2 = 0, sr2 = 0;
+        double mae = 0;
+        uint64_t count = 0, clipped = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          if (!std::isfinite(x[i])) continue;
+          const long double xi = x[i], qi = q[i], e = xi - qi;
+          const long double cx = std::clamp(xi, (long double)b.lo, (long double)b.hi);
+          ++count;
+          sx2 += xi * xi;
+          se2 += e * e;
+          sae += std::fabs(e);
+          mae = std::max(mae, double(std::fabs(e)));
+          sc2 += (xi - cx) * (xi - cx);
+          sr2 += (cx - qi) * (cx - qi);
+          clipped += xi != cx;
+        }
+        for (qs::SimdLevel level : qs::available_simd_levels()) {
+          SCOPED_TRACE("errorSumsLevels:[" + g17(b.lo) + ", " + g17(b.hi) + "]/n=" + std::to_string(n) +
+                       (specials ? "/specials/" : "/") + qs::to_string(level));
+          const qs::ErrorSums s = qs::error_sums_f32(x.data(), q.data(), n, b.lo, b.hi, level);
+          EXPECT_EQ(s.count, count);
+          EXPECT_EQ(s.clipped, clipped);
+          EXPECT_EQ(s.mae, mae);
+          const long double tol = 2.0L * (long double)(n + 1) * kU;
+          for (auto [got, want] : {std::pair{s.sx2, sx2}, std::pair{s.se2, se2}, std::pair{s.sae, sae},
+                                   std::pair{s.sc2, sc2}, std::pair{s.sr2, sr2}})
+            EXPECT_LE(std::fabs((long double)got - want), tol * want) << g17(got) << " vs " << g17(double(want));
+        }
+      }
 }

@@ -746,23 +746,28 @@ TEST(Scheme, MatchesOracle) {
       }
 }
 
-// Per tensor 1100 x 1000 elements (more than one 2^20-element chunk); per channel and block 300 x 1000
-// (300 and 1000 channels, rows in chunks of 65).
-// Threads 2 and 3 give the values, stats, amax and group count of threads 1, which matches the oracle;
-// the integer parts of the metrics are identical and the sums agree to rounding.
+// Per tensor 1100 x 1000 elements (17 chunks of 2^16); per channel and block 300 x 1000 (300 and 1000
+// channels, rows in chunks of 65), 2-D tiles and blocks along axis 0 (gathered groups).
+// Threads 2, 3 and 8 give the values, stats, amax and group count of threads 1, which matches the oracle,
+// and the same metrics bit for bit: the integer parts and the double sums (each chunk's sums are folded in
+// chunk order, whatever thread ran it and whenever it finished).
 TEST(Scheme, ThreadsAgree) {
   for (const char* schemeName : {"e4m3fn/tensor", "uint8/tensor", "int8/channel:0", "int8/channel:-1", "uint8/channel:1",
-                                 "e4m3fn/block:64", "uint8/block:32", "e2m1fn/block:32:e8m0fnu", "e2m1fn/block:16:e4m3fn"})
-    for (qs::Rounding rounding : {qs::Rounding::Nearest, qs::Rounding::Stochastic}) {
+                                 "e4m3fn/block:64", "uint8/block:32", "e2m1fn/block:32:e8m0fnu", "e2m1fn/block:16:e4m3fn",
+                                 "e4m3fn/block:16x16", "int8/block:32/axis:0"})
+    for (qs::Rounding rounding : {qs::Rounding::Nearest, qs::Rounding::Stochastic})
+    for (int64_t cols : {1000, 1024}) {  // 1024: whole blocks (apply_scheme encodes a chunk's blocks in one call)
       const std::string scheme = schemeName;
       const bool tensor = scheme.size() >= 7 && scheme.compare(scheme.size() - 7, 7, "/tensor") == 0;
-      const std::string rowBase = scheme + "/" + (tensor ? "1100x1000" : "300x1000") + "/" + qs::to_string(rounding);
+      if (tensor && cols != 1000) continue;
+      const std::string rowBase = scheme + "/" + (tensor ? "1100x1000" : "300x" + std::to_string(cols)) + "/" +
+                                  qs::to_string(rounding);
       const qs::Scheme s = qs::parse_scheme(scheme, options(rounding));
-      const std::vector<int64_t> dims{s.granularity == qs::Granularity::Tensor ? 1100 : 300, 1000};
+      const std::vector<int64_t> dims{s.granularity == qs::Granularity::Tensor ? 1100 : 300, cols};
       // threads=1 and the oracle once per scheme and rounding (the Qt suite checked them in the first row).
       const std::vector<float> x = schemeData(s, dims, kDataSeed + 1, true);
       const Applied one = apply(s, x, dims, 1);
-      [&] {
+      if (!qs::BlockGroups(s, dims).gathered()) [&] {  // the oracle walks contiguous groups only
         SCOPED_TRACE(rowBase + "/threads=1");
         const Expected want = oracle(s, x, dims);
         const std::string d = firstDifference(x, want.y, one.y);
@@ -770,7 +775,7 @@ TEST(Scheme, ThreadsAgree) {
         ASSERT_TRUE(sameStats(want.stats, one.out.stats))
             << "stats: expected " << statsText(want.stats) << ", got " << statsText(one.out.stats);
       }();
-      for (int threads : {2, 3}) {
+      for (int threads : {2, 3, 8}) {
         SCOPED_TRACE(rowBase + "/threads=" + std::to_string(threads));
         [&] {
           const Applied many = apply(s, x, dims, threads);
@@ -789,12 +794,11 @@ TEST(Scheme, ThreadsAgree) {
           ASSERT_TRUE(b.abs_error.counts == a.abs_error.counts && b.abs_error.zeros == a.abs_error.zeros);
           ASSERT_TRUE(b.rel_error.counts == a.rel_error.counts && b.rel_error.zeros == a.rel_error.zeros);
           ASSERT_TRUE(b.binade.counts == a.binade.counts && b.binade.zeros == a.binade.zeros);
-          // Sums of n non-negative terms in another order: within 2 n u of each other (relative).
-          const double tol = 2.0 * double(x.size()) * DBL_EPSILON / 2;
           for (auto [p, q] : {std::pair{a.sum_x2, b.sum_x2}, std::pair{a.sum_e2, b.sum_e2},
                               std::pair{a.sum_abs_e, b.sum_abs_e}, std::pair{a.sum_clip2, b.sum_clip2},
                               std::pair{a.sum_round2, b.sum_round2}})
-            ASSERT_LE(std::fabs(p - q), tol * std::max(p, q)) << g17(p) << " vs " << g17(q);
+            ASSERT_EQ(std::bit_cast<uint64_t>(p), std::bit_cast<uint64_t>(q)) << g17(p) << " vs " << g17(q);
+          ASSERT_EQ(std::bit_cast<uint64_t>(a.sqnr_db()), std::bit_cast<uint64_t>(b.sqnr_db()));
         }();
       }
     }
@@ -986,4 +990,52 @@ TEST(Scheme, AmaxScaledGroupsClipNothing) {
       ASSERT_DOUBLE_EQ(m.sum_clip2, 0.0);
     }();
   }
+}
+
+// GroupRecords (the Error view reads them instead of recomputing each block): for blocks along the last axis,
+// every block's amax, scale, zero point, clip bound and "real" flag equal what the scale rule gives for that
+// block's data, recomputed here block by block. Rows: NVFP4, MX (floor and rceil), int8 fp32 blocks, uint8
+// (affine) blocks, a last axis that is not a whole number of blocks, 1 and 3 threads, specials in the data.
+TEST(Scheme, GroupRecords) {
+  for (const char* schemeName : {"e2m1fn/block:16:e4m3fn", "e2m1fn/block:32:e8m0fnu", "e2m1fn/block:32:e8m0fnu:rceil",
+                                 "int8/block:64", "uint8/block:32", "e4m3fn/block:24"})
+    for (int threads : {1, 3})
+    for (std::size_t L : {std::size_t(1000), std::size_t(1024)}) {
+      SCOPED_TRACE(std::string("groupRecords:") + schemeName + "/threads=" + std::to_string(threads) + "/37x" +
+                   std::to_string(L));
+      const qs::Scheme s = qs::parse_scheme(schemeName);
+      const std::vector<int64_t> dims{37, int64_t(L)};
+      const std::vector<float> x = schemeData(s, dims, kDataSeed + 5, true);
+      std::vector<float> y(x.size());
+      qs::GroupRecords rec;
+      const qs::SchemeOutput out = qs::apply_scheme(s, x.data(), dims, y.data(), threads, {}, nullptr, nullptr, &rec);
+      ASSERT_TRUE(rec.filled);
+      const std::size_t bl = std::size_t(s.block), per_row = (L + bl - 1) / bl;
+      ASSERT_EQ(rec.scale.size(), 37 * per_row);
+      const qs::ScaleRuleParams rule = qs::scale_rule_params(s);
+      const bool affine = s.rule == qs::ScaleRule::Affine;
+      for (std::size_t r = 0; r < 37; ++r)
+        for (std::size_t b = 0; b < per_row; ++b) {
+          const std::size_t off = r * L + b * bl, len = std::min(bl, L - b * bl), gi = r * per_row + b;
+          double lo = 0, hi = 0, amax = 0;
+          bool any = false;
+          for (std::size_t i = off; i < off + len; ++i) {
+            if (!std::isfinite(x[i])) continue;
+            lo = any ? std::min(lo, double(x[i])) : x[i];
+            hi = any ? std::max(hi, double(x[i])) : x[i];
+            any = true;
+          }
+          amax = std::max(std::fabs(lo), std::fabs(hi));
+          const qs::GroupScale g = qs::group_scale(rule, qs::GroupStats{amax, lo, hi}, out.tensor_scale,
+                                                   qs::scale_format_round(s));
+          const bool usable = affine || qs::scale_is_usable(g.scale);
+          const float used = affine ? g.scale : (usable ? g.scale : 1.0f);
+          const double bound = affine ? amax : qs::clip_bound(s.format, used);
+          ASSERT_EQ(bitsOf(rec.amax[gi]), bitsOf(float(amax))) << "block " << gi;
+          ASSERT_EQ(bitsOf(rec.scale[gi]), bitsOf(used)) << "block " << gi;
+          ASSERT_EQ(rec.zp[gi], g.zero_point) << "block " << gi;
+          ASSERT_EQ(rec.bound[gi], bound) << "block " << gi;
+          ASSERT_EQ(rec.real[gi] != 0, amax > 0 && usable) << "block " << gi;
+        }
+    }
 }
