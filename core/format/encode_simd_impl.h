@@ -234,7 +234,9 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, 
       // target's emin, so C = magic in its subnormal range), y + C lies in C's binade, whose float32 quantum
       // is the target's 2^(e - M), and (y + C) - C is exact: the RNE value, also where it carries to 2^(e+1).
       // Four instructions instead of the integer bias, the subnormal compare and the blend.
-      const vi cb = vmax(a & 0x7f800000, splat_i((int32_t)(p.min_normal_bits & 0x7f800000u))) + ((23 - p.M) << 23);
+      // (Added as unsigned: NaN / inf lanes, which the general path redoes, would overflow a signed add: UB.)
+      const vi cb = (vi)((vu)vmax(a & 0x7f800000, splat_i((int32_t)(p.min_normal_bits & 0x7f800000u))) +
+                         (uint32_t)((23 - p.M) << 23));
       const vf c = as_f((vu)cb);
       v = (as_f((vu)a) + c) - c;
       // ieee: beyond max, C may overflow (inf - inf is a negative NaN, not caught below): the general path.
@@ -243,14 +245,14 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, 
       (void)sub;
       (void)keep;
     } else if (rmode == 0) {
-      rb = (a + ((a >> s0) & 1) + ((1 << (s0 - 1)) - 1)) & keep;
+      rb = (vi)(((vu)a + (vu)((a >> s0) & 1) + (uint32_t)((1 << (s0 - 1)) - 1)) & (uint32_t)keep);  // unsigned: no UB on NaN lanes
       const vf c = splat_f(p.magic);
       const vf vs = (as_f((vu)a) + c) - c;
       v = sub ? vs : as_f((vu)rb);
     } else {
       // Ties away adds half a quantum, toward zero nothing; the magic-number addition below rounds
       // ties to even, so their non-zero subnormal lanes take the general path.
-      rb = (a + (rmode == 1 ? (1 << (s0 - 1)) : 0)) & keep;
+      rb = (vi)(((vu)a + (uint32_t)(rmode == 1 ? (1 << (s0 - 1)) : 0)) & (uint32_t)keep);  // unsigned: no UB on NaN lanes
       bad |= sub & (a != 0);
       const vf c = splat_f(p.magic);
       const vf vs = (as_f((vu)a) + c) - c;
