@@ -266,23 +266,6 @@ void validate(int M, int K, int N) {
 
 }  // namespace
 
-const char* to_string(GemmKernel k) {
-  switch (k) {
-    case GemmKernel::Dp4a: return "dp4a";
-    case GemmKernel::Mma: return "mma";
-    case GemmKernel::Wgmma: return "wgmma";
-    default: return "auto";
-  }
-}
-
-const char* to_string(GemmOut o) {
-  switch (o) {
-    case GemmOut::I32: return "i32";
-    case GemmOut::F16: return "f16";
-    default: return "f32";
-  }
-}
-
 bool gemm_int8_supported(GemmKernel k, int M, int K, int N) {
   (void)M;
   (void)N;

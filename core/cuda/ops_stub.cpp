@@ -28,21 +28,6 @@ BenchInt8Result bench_quantize_int8_cuda(std::size_t, std::size_t, bool, bool, i
 
 SchemeOutput apply_scheme_cuda(const Scheme&, const float*, const std::vector<int64_t>&, float*) { no_cuda(); }
 
-const char* to_string(GemmKernel k) {
-  switch (k) {
-    case GemmKernel::Dp4a: return "dp4a";
-    case GemmKernel::Mma: return "mma";
-    case GemmKernel::Wgmma: return "wgmma";
-    default: return "auto";
-  }
-}
-const char* to_string(GemmOut o) {
-  switch (o) {
-    case GemmOut::I32: return "i32";
-    case GemmOut::F16: return "f16";
-    default: return "f32";
-  }
-}
 bool gemm_int8_supported(GemmKernel, int, int, int) { return false; }
 GemmKernel gemm_int8_resolve(GemmKernel, int, int, int, std::string* why) {
   if (why) *why = device_info().message;

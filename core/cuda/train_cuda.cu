@@ -1177,8 +1177,6 @@ class DeviceMlp {
   StepStats* step_ = nullptr;
 };
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 }  // namespace
 
@@ -1210,140 +1208,72 @@ TrainResult train_cuda(const TrainConfig& cfg, std::shared_ptr<const Dataset> tr
                        const Trainer::StepCallback& on_step, const std::atomic<bool>* cancel,
                        std::vector<MlpLayer>* final_model) {
   if (const std::string why = training_unsupported(cfg); !why.empty()) throw std::runtime_error(why);
-  if (!train || train->size() == 0) throw std::invalid_argument("training set is empty");
-  if (!test || test->size() == 0) throw std::invalid_argument("test set is empty");
-  if (train->features() != cfg.sizes.front() || test->features() != cfg.sizes.front())
-    throw std::invalid_argument("network takes " + std::to_string(cfg.sizes.front()) + " inputs, the data has " +
-                                std::to_string(train->features()) + " features");
-  if (cfg.sizes.back() < train->classes)
-    throw std::invalid_argument("network has " + std::to_string(cfg.sizes.back()) + " outputs for " +
-                                std::to_string(train->classes) + " classes");
+  validate_data(cfg, train.get(), test.get());
+  // The device reads logits by label without a check (the CPU's Mlp checks every batch): check every label once.
   for (const Dataset* d : {train.get(), test.get()})
     for (uint8_t v : d->labels)
       if (int(v) >= cfg.sizes.back())
         throw std::invalid_argument("label " + std::to_string(v) + " is not a class of the network's outputs");
 
-  const auto t0 = Clock::now();
+  const auto t0 = std::chrono::steady_clock::now();
   DeviceMlp net(cfg, *train, *test);
-  TrainResult res;
   const int L = net.layers();
-  const std::size_t B = std::size_t(cfg.batch), N = train->size(), spe = (N + B - 1) / B;
   const bool grid = cfg.optimizer == OptimizerKind::Grid;
   const bool wquant = net.quantizes_weights();
   std::vector<LayerCounts> counts;
   std::vector<std::vector<uint32_t>> hist;
 
   net.quantize_weights(mix64(cfg.seed));  // the weights of step 1 (its counters are reset with step 1's)
-  uint64_t step = 0;
-  bool stop = false;
-  for (int epoch = 1; epoch <= cfg.epochs && !stop; ++epoch) {
-    const std::vector<uint32_t> perm = epoch_permutation(N, cfg.seed, epoch);
-    net.perm.upload(perm.data(), perm.size(), net.stream());
-    const auto te = Clock::now();
-    double loss_sum = 0, hit_sum = 0;
-    std::size_t rows_sum = 0;
-    for (std::size_t s = 0; s < spe && !stop; ++s) {
-      if (cancel && cancel->load(std::memory_order_relaxed)) {
-        res.status = TrainResult::Status::Stopped;
-        res.message = "stopped during step " + std::to_string(step + 1);
-        stop = true;
-        break;
+  auto step = [&](StepMetrics& m, const std::vector<uint32_t>& perm, std::size_t first, std::size_t n,
+                  uint64_t step_seed) -> std::size_t {
+    if (cancel && cancel->load(std::memory_order_relaxed)) throw TrainingCancelled();
+    if (m.step_in_epoch == 1) net.perm.upload(perm.data(), perm.size(), net.stream());  // the epoch's order
+    net.reset_step();
+    net.gather_train(net.perm.p + first, int(n));
+    net.forward(int(n), step_seed, true);
+    net.backward(int(n));
+    const bool hist_step =
+        cfg.histogram_every > 0 && (m.step == 1 || m.step % uint64_t(cfg.histogram_every) == 0 || m.epoch_end);
+    net.update(step_seed, hist_step);
+    const auto out = net.finish(counts, hist_step ? &hist : nullptr);
+    m.loss = out.loss / double(n);
+    m.train_acc = double(out.hits) / double(n);
+    for (int l = 0; l < L; ++l) {
+      LayerMetrics& lm = m.layers[std::size_t(l)];
+      const LayerCounts& c = counts[std::size_t(l)];
+      const DevLayer& D = net.layer(l);
+      lm.weights = uint64_t(D.in) * uint64_t(D.out);
+      lm.updates = c.updates;
+      lm.flips = c.flips;
+      lm.bit_stalls = c.stalls;
+      if (D.aq) {
+        lm.act_overflow = c.a_overflow;
+        lm.act_underflow = c.a_underflow;
+        lm.act_clipped = c.a_clipped;
+        lm.act_scale = D.aq->scheme().granularity == Granularity::Tensor ? c.a_scale : 0.0f;
+        float a;
+        std::memcpy(&a, &c.a_amax_bits, 4);
+        lm.act_amax = a;
       }
-      const std::size_t first = s * B, n = std::min(B, N - first);
-      ++step;
-      StepMetrics m;
-      m.step = step;
-      m.epoch = epoch;
-      m.step_in_epoch = int(s + 1);
-      m.steps_per_epoch = int(spe);
-      m.batch = int(n);
-      m.epoch_end = s + 1 == spe;
-      m.layers.resize(std::size_t(L));
-      const uint64_t step_seed = mix64(cfg.seed ^ (step * 0x9e3779b97f4a7c15ULL));
-      net.reset_step();
-      net.gather_train(net.perm.p + first, int(n));
-      net.forward(int(n), step_seed, true);
-      net.backward(int(n));
-      const bool hist_step =
-          cfg.histogram_every > 0 && (step == 1 || step % uint64_t(cfg.histogram_every) == 0 || m.epoch_end);
-      net.update(step_seed, hist_step);
-      const auto out = net.finish(counts, hist_step ? &hist : nullptr);
-      const double loss = out.loss / double(n);
-      m.loss = loss;
-      m.train_acc = double(out.hits) / double(n);
-      for (int l = 0; l < L; ++l) {
-        LayerMetrics& lm = m.layers[std::size_t(l)];
-        const LayerCounts& c = counts[std::size_t(l)];
-        const DevLayer& D = net.layer(l);
-        lm.weights = uint64_t(D.in) * uint64_t(D.out);
-        lm.updates = c.updates;
-        lm.flips = c.flips;
-        lm.bit_stalls = c.stalls;
-        if (D.aq) {
-          lm.act_overflow = c.a_overflow;
-          lm.act_underflow = c.a_underflow;
-          lm.act_clipped = c.a_clipped;
-          lm.act_scale = D.aq->scheme().granularity == Granularity::Tensor ? c.a_scale : 0.0f;
-          float a;
-          std::memcpy(&a, &c.a_amax_bits, 4);
-          lm.act_amax = a;
-        }
-        if (grid) {
-          lm.weight_overflow = c.clamped;
-          lm.weight_scale = 1.0f;
-        } else if (wquant) {
-          lm.weight_overflow = c.w_overflow;
-          lm.weight_underflow = c.w_underflow;
-          lm.weight_clipped = c.w_clipped;
-          lm.weight_scale = D.wq->scheme().granularity == Granularity::Tensor ? c.w_scale : 0.0f;
-          float a;
-          std::memcpy(&a, &c.w_amax_bits, 4);
-          lm.weight_amax = a;
-        }
-        if (hist_step && std::size_t(l) < hist.size()) lm.code_histogram = std::move(hist[std::size_t(l)]);
+      if (grid) {
+        lm.weight_overflow = c.clamped;
+        lm.weight_scale = 1.0f;
+      } else if (wquant) {
+        lm.weight_overflow = c.w_overflow;
+        lm.weight_underflow = c.w_underflow;
+        lm.weight_clipped = c.w_clipped;
+        lm.weight_scale = D.wq->scheme().granularity == Granularity::Tensor ? c.w_scale : 0.0f;
+        float a;
+        std::memcpy(&a, &c.w_amax_bits, 4);
+        lm.weight_amax = a;
       }
-      if (!std::isfinite(loss)) {
-        res.status = TrainResult::Status::Diverged;
-        res.message = "loss is not finite at step " + std::to_string(step) + " (epoch " + std::to_string(epoch) +
-                      "): the run diverged; try a smaller learning rate";
-        m.loss = std::nan("");
-        m.seconds = since(t0);
-        if (on_step) on_step(std::move(m));
-        stop = true;
-        break;
-      }
-      loss_sum += loss * double(n);
-      hit_sum += double(out.hits);
-      rows_sum += n;
-      if (m.epoch_end) {
-        EpochSummary e;
-        e.epoch = epoch;
-        e.seconds = since(te);
-        e.loss = loss_sum / double(rows_sum);
-        e.train_acc = hit_sum / double(rows_sum);
-        if (cfg.evaluate_epochs) e.test_acc = m.test_acc = net.accuracy_test(cfg.batch, test->size());
-        res.epochs.push_back(e);
-      }
-      m.seconds = since(t0);
-      if (on_step && !on_step(std::move(m))) {
-        res.status = TrainResult::Status::Stopped;
-        res.message = "stopped at step " + std::to_string(step) + " (epoch " + std::to_string(epoch) + ")";
-        stop = true;
-      }
-      if (cfg.max_steps && step >= cfg.max_steps && !stop) {
-        res.status = TrainResult::Status::Stopped;
-        res.message = "step limit " + std::to_string(cfg.max_steps) + " reached";
-        stop = true;
-      }
+      if (hist_step && std::size_t(l) < hist.size()) lm.code_histogram = std::move(hist[std::size_t(l)]);
     }
-  }
-  res.steps = step;
-  if (res.status == TrainResult::Status::Completed && !res.epochs.empty() && res.epochs.back().test_acc >= 0)
-    res.test_acc = res.epochs.back().test_acc;
-  else
-    res.test_acc = net.accuracy_test(cfg.batch, test->size());
+    return std::size_t(out.hits);
+  };
+  TrainResult res = run_training(cfg, train->size(), step,
+                                 [&](bool) { return net.accuracy_test(cfg.batch, test->size()); }, on_step, t0);
   if (final_model) net.download(*final_model);
-  res.seconds = since(t0);
   return res;
 }
 

@@ -161,19 +161,23 @@ const char* to_string(TrainResult::Status s) {
   return "?";
 }
 
+void validate_data(const TrainConfig& c, const Dataset* train, const Dataset* test) {
+  if (!train || train->size() == 0) bad("training set is empty");
+  if (!test || test->size() == 0) bad("test set is empty");
+  if (train->features() != c.sizes.front() || test->features() != c.sizes.front())
+    bad("network takes " + std::to_string(c.sizes.front()) + " inputs, the data has " +
+        std::to_string(train->features()) + " features");
+  if (c.sizes.back() < train->classes)
+    bad("network has " + std::to_string(c.sizes.back()) + " outputs for " + std::to_string(train->classes) + " classes");
+}
+
 Trainer::Trainer(TrainConfig cfg, std::shared_ptr<const Dataset> train, std::shared_ptr<const Dataset> test)
     : cfg_(std::move(cfg)), train_(std::move(train)), test_(std::move(test)) {
   validate(cfg_);
   if (cfg_.int8)
     bad("int8 layers train on the GPU (--backend cuda); the CPU lab trains fp32, fake-quantized (--weights, --acts) "
         "or grid weights");
-  if (!train_ || train_->size() == 0) bad("training set is empty");
-  if (!test_ || test_->size() == 0) bad("test set is empty");
-  if (train_->features() != cfg_.sizes.front() || test_->features() != cfg_.sizes.front())
-    bad("network takes " + std::to_string(cfg_.sizes.front()) + " inputs, the data has " +
-        std::to_string(train_->features()) + " features");
-  if (cfg_.sizes.back() < train_->classes)
-    bad("network has " + std::to_string(cfg_.sizes.back()) + " outputs for " + std::to_string(train_->classes) + " classes");
+  validate_data(cfg_, train_.get(), test_.get());
 
   net_ = std::make_unique<Mlp>(cfg_.sizes, cfg_.seed, cfg_.threads);
   MlpQuant q;
@@ -231,10 +235,9 @@ TrainResult Trainer::run(const StepCallback& on_step, const std::atomic<bool>* c
   if (ran_) throw std::logic_error("Trainer::run: a trainer runs once; make a new one");
   ran_ = true;
   const auto t0 = Clock::now();
-  TrainResult res;
   Mlp& net = *net_;
   const int L = net.layer_count();
-  const std::size_t B = std::size_t(cfg_.batch), N = train_->size(), spe = steps_per_epoch();
+  const std::size_t B = std::size_t(cfg_.batch);
   auto* grid = dynamic_cast<GridOptim*>(opt_.get());
   const bool wquant = net.quantizes_weights();
 
@@ -244,19 +247,109 @@ TrainResult Trainer::run(const StepCallback& on_step, const std::atomic<bool>* c
   std::vector<float> x(B * std::size_t(net.inputs()));
   std::vector<int> y(B);
   std::vector<FakeQuantResult> acts;
-  uint64_t step = 0;
-  bool stop = false;
   net.set_cancel_flag(cancel);
 
+  auto step = [&](StepMetrics& m, const std::vector<uint32_t>& perm, std::size_t first, std::size_t n,
+                  uint64_t step_seed) -> std::size_t {
+    train_->gather(perm.data() + first, n, x.data(), y.data());
+    int correct = 0;
+    const double loss = net.train_batch(x.data(), y.data(), int(n), &correct, &acts, step_seed);
+    m.loss = loss;
+    m.train_acc = double(correct) / double(n);
+    for (int l = 0; l < L; ++l) {
+      LayerMetrics& lm = m.layers[std::size_t(l)];
+      lm.weights = net.layer(l).W.size();
+      if (!acts.empty()) {
+        const FakeQuantResult& a = acts[std::size_t(l)];
+        lm.act_overflow = a.stats.overflow;
+        lm.act_underflow = a.stats.underflow;
+        lm.act_clipped = a.clipped;
+        lm.act_scale = a.scale;
+        lm.act_amax = a.amax;
+      }
+    }
+    if (!std::isfinite(loss)) return std::size_t(correct);  // run_training ends the run: no update
+    // Remember the codes (or float32 weights) the step starts from.
+    for (int l = 0; l < L; ++l) {
+      const MlpLayer& lay = net.layer(l);
+      if (wquant && !lay.codes.empty()) old_codes[std::size_t(l)] = lay.codes;
+      else if (!grid) old_w[std::size_t(l)] = wquant ? lay.Wq : lay.W;
+    }
+    opt_->begin_step();
+    for (int l = 0; l < L; ++l) {
+      MlpLayer& lay = net.layer(l);
+      LayerMetrics& lm = m.layers[std::size_t(l)];
+      const StepCounts cw = opt_->step(std::size_t(2 * l), {lay.W.data(), lay.dW.data(), grid ? lay.Wq.data() : nullptr, lay.W.size()});
+      opt_->step(std::size_t(2 * l + 1), {lay.b.data(), lay.db.data(), nullptr, lay.b.size()});
+      lm.updates = cw.updates;
+      if (grid) {
+        lm.flips = cw.flips;
+        lm.bit_stalls = cw.stalls;
+        lm.weight_overflow = cw.clamped;
+        lm.weight_scale = 1.0f;
+      }
+    }
+    if (wquant) wres = net.quantize_weights(step_seed);
+    const bool hist = cfg_.histogram_every > 0 && (m.step == 1 || m.step % uint64_t(cfg_.histogram_every) == 0 || m.epoch_end);
+    for (int l = 0; l < L; ++l) {
+      const MlpLayer& lay = net.layer(l);
+      LayerMetrics& lm = m.layers[std::size_t(l)];
+      if (grid) {
+        if (hist) {
+          lm.code_histogram.assign(wfmt_.code_count(), 0);
+          for (float v : lay.Wq) lm.code_histogram[grid->grid_codes()[grid->index_of(v)]]++;
+        }
+        continue;
+      }
+      const std::size_t n_w = lay.W.size();
+      uint64_t flips = 0, stalls = 0;
+      if (wquant && !lay.codes.empty()) {
+        count_changes(net.pool(), old_codes[std::size_t(l)].data(), lay.codes.data(), lay.dW.data(), n_w, flips, stalls);
+        if (hist) count_codes(wfmt_, lay.codes.data(), n_w, lm.code_histogram);
+      } else {  // float32 bits
+        const float* a = old_w[std::size_t(l)].data();
+        const float* b = wquant ? lay.Wq.data() : lay.W.data();
+        count_changes(net.pool(), reinterpret_cast<const uint32_t*>(a), reinterpret_cast<const uint32_t*>(b),
+                      lay.dW.data(), n_w, flips, stalls);
+      }
+      lm.flips = flips;
+      lm.bit_stalls = stalls;
+      if (wquant) {
+        const FakeQuantResult& w = wres[std::size_t(l)];
+        lm.weight_overflow = w.stats.overflow;
+        lm.weight_underflow = w.stats.underflow;
+        lm.weight_clipped = w.clipped;
+        lm.weight_scale = w.scale;
+        lm.weight_amax = w.amax;
+      }
+    }
+    return std::size_t(correct);
+  };
+  auto test_accuracy = [&](bool final) {
+    if (final) net.set_cancel_flag(nullptr);  // the final evaluation runs to the end (one pass over the test set)
+    return net.accuracy(*test_, cfg_.batch);
+  };
+  TrainResult res = run_training(cfg_, train_->size(), step, test_accuracy, on_step, t0);
+  net.set_cancel_flag(nullptr);
+  return res;
+}
+
+TrainResult run_training(const TrainConfig& cfg, std::size_t rows, const TrainStepFn& train_step,
+                         const std::function<double(bool)>& test_accuracy, const Trainer::StepCallback& on_step,
+                         std::chrono::steady_clock::time_point t0) {
+  TrainResult res;
+  const std::size_t B = std::size_t(cfg.batch), N = rows, spe = (N + B - 1) / B;
+  const int L = int(cfg.sizes.size()) - 1;
+  uint64_t step = 0;
+  bool stop = false;
   try {
-  for (int epoch = 1; epoch <= cfg_.epochs && !stop; ++epoch) {
-    const std::vector<uint32_t> perm = epoch_permutation(N, cfg_.seed, epoch);
+  for (int epoch = 1; epoch <= cfg.epochs && !stop; ++epoch) {
+    const std::vector<uint32_t> perm = epoch_permutation(N, cfg.seed, epoch);
     const auto te = Clock::now();
     double loss_sum = 0, hit_sum = 0;
     std::size_t rows_sum = 0;
     for (std::size_t s = 0; s < spe && !stop; ++s) {
       const std::size_t first = s * B, n = std::min(B, N - first);
-      train_->gather(perm.data() + first, n, x.data(), y.data());
       ++step;
       StepMetrics m;
       m.step = step;
@@ -266,25 +359,9 @@ TrainResult Trainer::run(const StepCallback& on_step, const std::atomic<bool>* c
       m.batch = int(n);
       m.epoch_end = s + 1 == spe;
       m.layers.resize(std::size_t(L));
-      const uint64_t step_seed = mix64(cfg_.seed ^ (step * 0x9e3779b97f4a7c15ULL));
-
-      int correct = 0;
-      const double loss = net.train_batch(x.data(), y.data(), int(n), &correct, &acts, step_seed);
-      m.loss = loss;
-      m.train_acc = double(correct) / double(n);
-      for (int l = 0; l < L; ++l) {
-        LayerMetrics& lm = m.layers[std::size_t(l)];
-        lm.weights = net.layer(l).W.size();
-        if (!acts.empty()) {
-          const FakeQuantResult& a = acts[std::size_t(l)];
-          lm.act_overflow = a.stats.overflow;
-          lm.act_underflow = a.stats.underflow;
-          lm.act_clipped = a.clipped;
-          lm.act_scale = a.scale;
-          lm.act_amax = a.amax;
-        }
-      }
-      if (!std::isfinite(loss)) {
+      const uint64_t step_seed = mix64(cfg.seed ^ (step * 0x9e3779b97f4a7c15ULL));
+      const std::size_t correct = train_step(m, perm, first, n, step_seed);
+      if (!std::isfinite(m.loss)) {
         res.status = TrainResult::Status::Diverged;
         res.message = "loss is not finite at step " + std::to_string(step) + " (epoch " + std::to_string(epoch) +
                       "): the run diverged; try a smaller learning rate";
@@ -294,62 +371,7 @@ TrainResult Trainer::run(const StepCallback& on_step, const std::atomic<bool>* c
         stop = true;
         break;
       }
-
-      // Remember the codes (or float32 weights) the step starts from.
-      for (int l = 0; l < L; ++l) {
-        const MlpLayer& lay = net.layer(l);
-        if (wquant && !lay.codes.empty()) old_codes[std::size_t(l)] = lay.codes;
-        else if (!grid) old_w[std::size_t(l)] = wquant ? lay.Wq : lay.W;
-      }
-      opt_->begin_step();
-      for (int l = 0; l < L; ++l) {
-        MlpLayer& lay = net.layer(l);
-        LayerMetrics& lm = m.layers[std::size_t(l)];
-        const StepCounts cw = opt_->step(std::size_t(2 * l), {lay.W.data(), lay.dW.data(), grid ? lay.Wq.data() : nullptr, lay.W.size()});
-        opt_->step(std::size_t(2 * l + 1), {lay.b.data(), lay.db.data(), nullptr, lay.b.size()});
-        lm.updates = cw.updates;
-        if (grid) {
-          lm.flips = cw.flips;
-          lm.bit_stalls = cw.stalls;
-          lm.weight_overflow = cw.clamped;
-          lm.weight_scale = 1.0f;
-        }
-      }
-      if (wquant) wres = net.quantize_weights(step_seed);
-      const bool hist = cfg_.histogram_every > 0 && (step == 1 || step % uint64_t(cfg_.histogram_every) == 0 || m.epoch_end);
-      for (int l = 0; l < L; ++l) {
-        const MlpLayer& lay = net.layer(l);
-        LayerMetrics& lm = m.layers[std::size_t(l)];
-        if (grid) {
-          if (hist) {
-            lm.code_histogram.assign(wfmt_.code_count(), 0);
-            for (float v : lay.Wq) lm.code_histogram[grid->grid_codes()[grid->index_of(v)]]++;
-          }
-          continue;
-        }
-        const std::size_t n_w = lay.W.size();
-        uint64_t flips = 0, stalls = 0;
-        if (wquant && !lay.codes.empty()) {
-          count_changes(net.pool(), old_codes[std::size_t(l)].data(), lay.codes.data(), lay.dW.data(), n_w, flips, stalls);
-          if (hist) count_codes(wfmt_, lay.codes.data(), n_w, lm.code_histogram);
-        } else {  // float32 bits
-          const float* a = old_w[std::size_t(l)].data();
-          const float* b = wquant ? lay.Wq.data() : lay.W.data();
-          count_changes(net.pool(), reinterpret_cast<const uint32_t*>(a), reinterpret_cast<const uint32_t*>(b),
-                        lay.dW.data(), n_w, flips, stalls);
-        }
-        lm.flips = flips;
-        lm.bit_stalls = stalls;
-        if (wquant) {
-          const FakeQuantResult& w = wres[std::size_t(l)];
-          lm.weight_overflow = w.stats.overflow;
-          lm.weight_underflow = w.stats.underflow;
-          lm.weight_clipped = w.clipped;
-          lm.weight_scale = w.scale;
-          lm.weight_amax = w.amax;
-        }
-      }
-      loss_sum += loss * double(n);
+      loss_sum += m.loss * double(n);
       hit_sum += double(correct);
       rows_sum += n;
       if (m.epoch_end) {
@@ -358,7 +380,7 @@ TrainResult Trainer::run(const StepCallback& on_step, const std::atomic<bool>* c
         e.seconds = since(te);
         e.loss = loss_sum / double(rows_sum);
         e.train_acc = hit_sum / double(rows_sum);
-        if (cfg_.evaluate_epochs) e.test_acc = m.test_acc = net.accuracy(*test_, cfg_.batch);
+        if (cfg.evaluate_epochs) e.test_acc = m.test_acc = test_accuracy(false);
         res.epochs.push_back(e);
       }
       m.seconds = since(t0);
@@ -367,9 +389,9 @@ TrainResult Trainer::run(const StepCallback& on_step, const std::atomic<bool>* c
         res.message = "stopped at step " + std::to_string(step) + " (epoch " + std::to_string(epoch) + ")";
         stop = true;
       }
-      if (cfg_.max_steps && step >= cfg_.max_steps && !stop) {
+      if (cfg.max_steps && step >= cfg.max_steps && !stop) {
         res.status = TrainResult::Status::Stopped;
-        res.message = "step limit " + std::to_string(cfg_.max_steps) + " reached";
+        res.message = "step limit " + std::to_string(cfg.max_steps) + " reached";
         stop = true;
       }
     }
@@ -379,12 +401,11 @@ TrainResult Trainer::run(const StepCallback& on_step, const std::atomic<bool>* c
     res.status = TrainResult::Status::Stopped;
     res.message = "stopped during step " + std::to_string(step + 1);
   }
-  net.set_cancel_flag(nullptr);  // the final evaluation below runs to the end (one pass over the test set)
   res.steps = step;
   if (res.status == TrainResult::Status::Completed && !res.epochs.empty() && res.epochs.back().test_acc >= 0)
     res.test_acc = res.epochs.back().test_acc;
   else
-    res.test_acc = net.accuracy(*test_, cfg_.batch);
+    res.test_acc = test_accuracy(true);
   res.seconds = since(t0);
   return res;
 }

@@ -11,6 +11,7 @@
 //   qs::TrainResult r = trainer.run([](qs::StepMetrics m) { return !stop_requested; });
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -63,6 +64,9 @@ struct TrainConfig {
 
 // Throws std::invalid_argument or FormatError (one line naming the bad value) when cfg cannot run.
 void validate(const TrainConfig& cfg);
+// The data against cfg, as every lab needs it: both sets non-empty, features = sizes.front(), at least as many
+// outputs as classes. Throws std::invalid_argument (one line).
+void validate_data(const TrainConfig& cfg, const Dataset* train, const Dataset* test);
 
 // The order in which an epoch visits the n training rows: Fisher-Yates with the counter-based generator,
 // the same on every platform and backend for (seed, epoch).
@@ -162,5 +166,17 @@ class Trainer {
   bool has_wfmt_ = false;
   bool ran_ = false;
 };
+
+// The loop every lab shares (Trainer::run, cuda::train_cuda): epochs in epoch_permutation order, each step's
+// StepMetrics frame (step, epoch, batch, seed), a non-finite loss ending the run as Diverged, the epoch
+// summaries with their test accuracy, the callback and the step limit, the final test accuracy.
+// `step` trains rows order[first, first + n) and fills m.loss, m.train_acc and m.layers, returning the number of
+// rows classified right; it may throw TrainingCancelled (that step is not delivered, the run ends Stopped).
+// `test_accuracy(final)`: the current weights on the test set; `final` is the evaluation after the last step.
+using TrainStepFn = std::function<std::size_t(StepMetrics& m, const std::vector<uint32_t>& order, std::size_t first,
+                                              std::size_t n, uint64_t step_seed)>;
+TrainResult run_training(const TrainConfig& cfg, std::size_t rows, const TrainStepFn& step,
+                         const std::function<double(bool final)>& test_accuracy, const Trainer::StepCallback& on_step,
+                         std::chrono::steady_clock::time_point started);
 
 }  // namespace qs
