@@ -4,8 +4,7 @@
 #include "bench/bench.h"
 #include "cli/commands.h"
 #include "cuda/device.h"
-#include "cuda/fake_quant.cuh"
-#include "cuda/quantize_int8.cuh"
+#include "cuda/bench_quantize_cuda.cuh"
 #include "io/atomic_file.h"
 
 namespace qs::cli {

@@ -13,7 +13,7 @@
 #include "gemm/gemm.h"
 #include "gemm/gemm_bench.h"
 #include "io/atomic_file.h"
-#include "cuda/gemm_bench_cuda.cuh"
+#include "cuda/bench_gemm_cuda.cuh"
 
 namespace qs::cli {
 namespace {

@@ -1,4 +1,5 @@
-// CUDA fake quantization: device helper (encode_bits) -> kernel -> launcher -> host entries.
+// CUDA fake quantization: device helper (encode_bits) -> kernels -> encode_f32_launch (takes a stream) ->
+// encode_f32_device (device pointers, checks) -> encode_f32_cuda (host pointers). Benchmark: bench_quantize_cuda.cu.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -22,9 +23,7 @@ namespace {
 using detail::check;
 using detail::DeviceBuffer;
 
-struct DeviceCounts {
-  unsigned long long overflow, underflow, nan;
-};
+using DeviceCounts = EncodeCountsDevice;
 
 __device__ __forceinline__ void flush_counts(BitsCounts c, DeviceCounts* out) {
   // Warp-level sums, one atomic per warp and counter.
@@ -334,14 +333,14 @@ int one_wave_blocks(std::size_t n) {
 }
 
 template <bool Stoch, bool Fast>
-void launch_one(const KernelParams& p, const float* x, float* y, uint16_t* codes, std::size_t n, uint64_t index0,
+void encode_f32_launch_generic(const KernelParams& p, const float* x, float* y, uint16_t* codes, std::size_t n, uint64_t index0,
                 DeviceCounts* counts, cudaStream_t stream) {
   constexpr auto kernel = fake_quant_kernel<Stoch, Fast>;
   kernel<<<one_wave_blocks<kernel>(n), 256, 0, stream>>>(p, x, y, codes, n, index0, counts);
 }
 
 template <bool Scaled, bool Sat, bool Dbl>
-void launch_stoch_t(const KernelParams& p, const float* x, float* y, std::size_t n, uint64_t index0, uint32_t key,
+void encode_f32_launch_stoch_t(const KernelParams& p, const float* x, float* y, std::size_t n, uint64_t index0, uint32_t key,
                     DeviceCounts* counts, cudaStream_t stream) {
   constexpr int U = 2;
   constexpr auto kernel = fq_stoch_kernel<Scaled, Sat, Dbl, U>;
@@ -356,7 +355,7 @@ void launch_stoch_t(const KernelParams& p, const float* x, float* y, std::size_t
 // The stochastic values-only kernel above when it applies; false otherwise. Tuning switches (A/B in one
 // build): QS_FQ_STOCH=generic forces fake_quant_kernel, QS_FQ_STOCH_DIV=ieee divides by the scale as
 // fast_bits does instead of the double product.
-bool launch_stoch(const KernelParams& p, const float* x, float* y, std::size_t n, uint64_t index0, DeviceCounts* counts,
+bool encode_f32_launch_stoch(const KernelParams& p, const float* x, float* y, std::size_t n, uint64_t index0, DeviceCounts* counts,
                   cudaStream_t stream) {
   const char* force = std::getenv("QS_FQ_STOCH");
   if (force && std::strcmp(force, "generic") == 0) return false;
@@ -367,41 +366,50 @@ bool launch_stoch(const KernelParams& p, const float* x, float* y, std::size_t n
   // The double product's argument needs a positive normal scale (see stoch_one).
   const bool dbl = std::isnormal(p.scale) && p.scale > 0.0f && !(fd && std::strcmp(fd, "ieee") == 0);
   void (*launch)(const KernelParams&, const float*, float*, std::size_t, uint64_t, uint32_t, DeviceCounts*, cudaStream_t);
-  if (scaled && sat) launch = dbl ? launch_stoch_t<true, true, true> : launch_stoch_t<true, true, false>;
-  else if (scaled) launch = dbl ? launch_stoch_t<true, false, true> : launch_stoch_t<true, false, false>;
-  else if (sat) launch = launch_stoch_t<false, true, false>;
-  else launch = launch_stoch_t<false, false, false>;
+  if (scaled && sat) launch = dbl ? encode_f32_launch_stoch_t<true, true, true> : encode_f32_launch_stoch_t<true, true, false>;
+  else if (scaled) launch = dbl ? encode_f32_launch_stoch_t<true, false, true> : encode_f32_launch_stoch_t<true, false, false>;
+  else if (sat) launch = encode_f32_launch_stoch_t<false, true, false>;
+  else launch = encode_f32_launch_stoch_t<false, false, false>;
   launch(p, x, y, n, index0, key, counts, stream);
   return true;
 }
 
-void launch_fake_quant(const KernelParams& p, const float* x, float* y, uint16_t* codes, std::size_t n, uint64_t index0,
+void encode_f32_launch(const KernelParams& p, const float* x, float* y, uint16_t* codes, std::size_t n, uint64_t index0,
                        DeviceCounts* counts, cudaStream_t stream) {
   if (n == 0) return;
   const bool fast = p.fast_ok && !codes;
   if (p.stochastic) {
-    if (fast && y && launch_stoch(p, x, y, n, index0, counts, stream)) {
-    } else if (fast) launch_one<true, true>(p, x, y, codes, n, index0, counts, stream);
-    else launch_one<true, false>(p, x, y, codes, n, index0, counts, stream);
+    if (fast && y && encode_f32_launch_stoch(p, x, y, n, index0, counts, stream)) {
+    } else if (fast) encode_f32_launch_generic<true, true>(p, x, y, codes, n, index0, counts, stream);
+    else encode_f32_launch_generic<true, false>(p, x, y, codes, n, index0, counts, stream);
   } else {
     if (fast && y && p.rmode == 0) fq_nearest_kernel<<<one_wave_blocks<fq_nearest_kernel>(n), 256, 0, stream>>>(p, x, y, n, counts);
-    else if (fast) launch_one<false, true>(p, x, y, codes, n, index0, counts, stream);
-    else launch_one<false, false>(p, x, y, codes, n, index0, counts, stream);
+    else if (fast) encode_f32_launch_generic<false, true>(p, x, y, codes, n, index0, counts, stream);
+    else encode_f32_launch_generic<false, false>(p, x, y, codes, n, index0, counts, stream);
   }
   check(cudaGetLastError(), "kernel launch");
 }
 
 }  // namespace
 
+void encode_f32_device(const Format& f, const EncodeOptions& opt, float scale, const float* x, float* y, uint16_t* codes,
+                       std::size_t n, uint64_t index0, EncodeCountsDevice* counts, void* stream) {
+  const KernelParams p = make_kernel_params(f, opt, scale);  // validates the scale
+  if (n && (!x || !counts)) throw std::invalid_argument("encode_f32_device: null pointer");
+  // The kernels read and write float4 / 8-byte groups.
+  if ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(codes)) & 15)
+    throw std::invalid_argument("encode_f32_device: x, y and codes must be 16-byte aligned");
+  encode_f32_launch(p, x, y, codes, n, index0, counts, static_cast<cudaStream_t>(stream));
+}
+
 EncodeStats encode_f32_cuda(const Format& f, const EncodeOptions& opt, const EncodeJob& job) {
-  const KernelParams p = make_kernel_params(f, opt, job.scale);
   const std::size_t n = job.n;
   DeviceBuffer<float> dx(n), dy(job.values ? n : 0);
   DeviceBuffer<uint16_t> dc((job.codes16 || job.codes8) ? n : 0);
   DeviceBuffer<DeviceCounts> dcount(1);
   check(cudaMemset(dcount.ptr, 0, sizeof(DeviceCounts)), "cudaMemset");
   if (n) check(cudaMemcpy(dx.ptr, job.x, n * sizeof(float), cudaMemcpyHostToDevice), "copy to device");
-  launch_fake_quant(p, dx.ptr, dy.ptr, dc.ptr, n, job.index0, dcount.ptr, 0);
+  encode_f32_device(f, opt, job.scale, dx.ptr, dy.ptr, dc.ptr, n, job.index0, dcount.ptr, nullptr);
   check(cudaDeviceSynchronize(), "fake-quant kernel");
   if (job.values && n) check(cudaMemcpy(job.values, dy.ptr, n * sizeof(float), cudaMemcpyDeviceToHost), "copy back");
   if ((job.codes16 || job.codes8) && n) {
@@ -418,60 +426,6 @@ EncodeStats encode_f32_cuda(const Format& f, const EncodeOptions& opt, const Enc
   st.underflow = hc.underflow;
   st.nan = hc.nan;
   return st;
-}
-
-BenchQuantizeResult bench_quantize_cuda(const BenchQuantizeConfig& cfg) {
-  const Format f = parse_format(cfg.format);
-  const std::size_t n = cfg.n;
-  if (n == 0) throw std::invalid_argument("--n must be positive");
-  std::vector<float> hx(n);
-  std::mt19937 gen(static_cast<uint32_t>(cfg.seed));
-  std::exponential_distribution<float> ex(1.0f);
-  for (std::size_t i = 0; i < n; ++i) hx[i] = (gen() & 1 ? 1.0f : -1.0f) * ex(gen);
-  float amax = 0;
-  for (float v : hx) amax = std::max(amax, std::fabs(v));
-  const float scale = std::max(amax / static_cast<float>(f.max_finite), 1e-30f);
-  EncodeOptions opt;
-  opt.rounding = cfg.rounding;
-  opt.seed = cfg.seed;
-  const KernelParams p = make_kernel_params(f, opt, scale);
-
-  DeviceBuffer<float> dx(n), dy(n);
-  DeviceBuffer<DeviceCounts> dcount(1);
-  check(cudaMemset(dcount.ptr, 0, sizeof(DeviceCounts)), "cudaMemset");
-  check(cudaMemcpy(dx.ptr, hx.data(), n * sizeof(float), cudaMemcpyHostToDevice), "copy to device");
-  cudaStream_t stream;
-  check(cudaStreamCreate(&stream), "stream");
-  BenchQuantizeResult r;
-  r.backend = "cuda";
-  try {
-    launch_fake_quant(p, dx.ptr, dy.ptr, nullptr, n, 0, dcount.ptr, stream);
-    check(cudaStreamSynchronize(stream), "fake-quant kernel");
-    // Correctness before timing: a strided sample against the CPU reference.
-    std::vector<float> dev(n);
-    check(cudaMemcpy(dev.data(), dy.ptr, n * sizeof(float), cudaMemcpyDeviceToHost), "copy back");
-    r.checked = check_sample_against_ref(f, opt, scale, hx.data(), dev.data(), n, std::size_t(1) << 16,
-                                         "bench quantize --backend cuda: device result");
-    auto time_it = [&](auto&& fn) { return detail::median_seconds(fn, cfg.reps, stream); };
-    const double tq = time_it([&] { launch_fake_quant(p, dx.ptr, dy.ptr, nullptr, n, 0, dcount.ptr, stream); });
-    const double tc = time_it([&] {
-      check(cudaMemcpyAsync(dy.ptr, dx.ptr, n * sizeof(float), cudaMemcpyDeviceToDevice, stream), "copy");
-    });
-    const double bytes = 2.0 * double(n) * sizeof(float);
-    r.quant_gbps = bytes / tq / 1e9;
-    r.memcpy_gbps = bytes / tc / 1e9;
-    r.ratio = r.quant_gbps / r.memcpy_gbps;
-  } catch (...) {
-    cudaStreamDestroy(stream);
-    throw;
-  }
-  cudaStreamDestroy(stream);
-  r.format = f.name;
-  r.rounding = to_string(cfg.rounding);
-  r.simd = "cuda";
-  r.n = n;
-  r.threads = 0;
-  return r;
 }
 
 }  // namespace qs::cuda

@@ -205,15 +205,15 @@ __global__ void __launch_bounds__(MmaCfg<BM, BN, WM, WN, STAGES>::kThreads, 1)
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Launchers.
+// Launchers (take a stream, check nothing): one per kernel, then gemm_int8_launch picks the kernel.
 template <int O>
-void gemm_int8_dp4a_cuda(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
+void gemm_int8_dp4a_launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
   const dim3 grid((N + kDpTile - 1) / kDpTile, (M + kDpTile - 1) / kDpTile), block(16, 16);
   gemm_int8_dp4a_kernel<O><<<grid, block, 0, s>>>(A, B, M, K, N, e);
 }
 
 template <int BM, int BN, int WM, int WN, int STAGES, int O>
-void gemm_int8_mma_launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
+void gemm_int8_mma_launch_tile(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
   using C = MmaCfg<BM, BN, WM, WN, STAGES>;
   auto* kernel = gemm_int8_mma_kernel<BM, BN, WM, WN, STAGES, O>;
   static std::once_flag once;  // per instantiation: allow more than 48 KiB of dynamic shared memory
@@ -238,20 +238,20 @@ int sm_count() {
 // tiles with 4 warps of 32 x 64 when the big tiles would not fill the GPU once.
 // QS_MMA_TILE=128x128 | 64x128 forces one (for tuning).
 template <int O>
-void gemm_int8_mma_cuda(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
+void gemm_int8_mma_launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
   const char* force = std::getenv("QS_MMA_TILE");
   const std::string f = force ? force : "";
   const long big = long((M + 127) / 128) * ((N + 127) / 128);
-  if (f == "128x128" || (f.empty() && big >= sm_count())) gemm_int8_mma_launch<128, 128, 64, 64, 4, O>(A, B, M, K, N, e, s);
-  else gemm_int8_mma_launch<64, 128, 32, 64, 4, O>(A, B, M, K, N, e, s);
+  if (f == "128x128" || (f.empty() && big >= sm_count())) gemm_int8_mma_launch_tile<128, 128, 64, 64, 4, O>(A, B, M, K, N, e, s);
+  else gemm_int8_mma_launch_tile<64, 128, 32, 64, 4, O>(A, B, M, K, N, e, s);
 }
 
 template <int O>
-void dispatch(GemmKernel k, const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
+void gemm_int8_launch(GemmKernel k, const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
   switch (k) {
-    case GemmKernel::Wgmma: detail::gemm_int8_wgmma_cuda(A, B, M, K, N, e, O, s); break;
-    case GemmKernel::Mma: gemm_int8_mma_cuda<O>(A, B, M, K, N, e, s); break;
-    default: gemm_int8_dp4a_cuda<O>(A, B, M, K, N, e, s); break;
+    case GemmKernel::Wgmma: detail::gemm_int8_wgmma_launch(A, B, M, K, N, e, O, s); break;
+    case GemmKernel::Mma: gemm_int8_mma_launch<O>(A, B, M, K, N, e, s); break;
+    default: gemm_int8_dp4a_launch<O>(A, B, M, K, N, e, s); break;
   }
 }
 
@@ -324,9 +324,9 @@ GemmKernel gemm_int8_device(const int8_t* A, const int8_t* B, int M, int K, int 
   e.N = N;
   auto s = static_cast<cudaStream_t>(stream);
   switch (out) {
-    case GemmOut::I32: dispatch<detail::kOutI32>(k, A, B, M, K, N, e, s); break;
-    case GemmOut::F32: dispatch<detail::kOutF32>(k, A, B, M, K, N, e, s); break;
-    case GemmOut::F16: dispatch<detail::kOutF16>(k, A, B, M, K, N, e, s); break;
+    case GemmOut::I32: gemm_int8_launch<detail::kOutI32>(k, A, B, M, K, N, e, s); break;
+    case GemmOut::F32: gemm_int8_launch<detail::kOutF32>(k, A, B, M, K, N, e, s); break;
+    case GemmOut::F16: gemm_int8_launch<detail::kOutF16>(k, A, B, M, K, N, e, s); break;
   }
   check(cudaGetLastError(), "int8 GEMM launch");
   return k;

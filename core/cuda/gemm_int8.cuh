@@ -12,7 +12,7 @@
 //   y = ((float(acc) * scale_a[i or 0]) * scale_b[j or 0]) + bias[j or 0.0f]
 // with every operation rounded to nearest once (no FMA contraction, on the CPU as on the GPU), and for
 // GemmOut::F16 that float32 y rounded once more to float16 (round to nearest even, overflow to inf), i.e.
-// float_to_half(y) of io/npy.h.
+// float_to_half(y) of format/float16.h.
 #pragma once
 
 #include <cstddef>
@@ -20,11 +20,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "gemm/gemm.h"
+
 namespace qs::cuda {
 
-// Largest K whose int8 x int8 sums always fit in int32: gemm_max_k(QType::S8, QType::S8) of gemm/gemm.h
-// (this header stays C++17 for nvcc, so it does not include that one).
-inline constexpr int kGemmInt8MaxK = 131071;
+// Largest K whose int8 x int8 sums always fit in int32 (131071), the CPU GEMM's bound.
+inline constexpr int kGemmInt8MaxK = int(gemm_max_k(QType::S8, QType::S8));
 
 enum class GemmKernel : uint8_t { Auto, Dp4a, Mma, Wgmma };
 enum class GemmOut : uint8_t { I32, F32, F16 };

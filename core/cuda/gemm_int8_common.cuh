@@ -146,7 +146,7 @@ __device__ __forceinline__ void cp_async_wait() {
 // The sm_90a kernel (gemm_int8_sm90.cu): whether this binary carries it for the current device (a probe
 // kernel reports whether it was compiled with sm_90a features), and its launcher.
 bool wgmma_compiled_for_device();
-void gemm_int8_wgmma_cuda(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int out,
+void gemm_int8_wgmma_launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int out,
                           cudaStream_t stream);
 
 }  // namespace qs::cuda::detail

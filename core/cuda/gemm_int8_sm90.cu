@@ -234,7 +234,7 @@ __global__ void sm90a_probe_kernel(int* out) {
 }
 
 template <typename C, int O>
-void launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int splits, cudaStream_t s) {
+void gemm_int8_wgmma_launch_tile(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int splits, cudaStream_t s) {
   auto* kernel = gemm_int8_wgmma_kernel<C, O>;
   static std::once_flag once;
   std::call_once(once, [&] {
@@ -248,12 +248,12 @@ void launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e,
 // buffer (Y itself for int32 output, else a stream-ordered workspace that the last block of each tile
 // dequantizes).
 template <typename C>
-void launch_out(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int out, int splits, cudaStream_t s) {
+void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int out, int splits, cudaStream_t s) {
   if (splits > 1) {
     const std::size_t MN = std::size_t(M) * N;
     if (out == kOutI32) {
       check(cudaMemsetAsync(e.Y, 0, MN * 4, s), "split-K zero");
-      launch<C, kOutI32Add>(A, B, M, K, N, e, splits, s);
+      gemm_int8_wgmma_launch_tile<C, kOutI32Add>(A, B, M, K, N, e, splits, s);
       return;
     }
     // The sums and the tiles' arrival counters in one zeroed scratch block (scratch_pool keeps its memory:
@@ -264,14 +264,14 @@ void launch_out(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi
     Epi w = e;
     w.ws = scratch.ptr;
     w.counters = reinterpret_cast<unsigned*>(scratch.ptr + MN);
-    if (out == kOutF32) launch<C, kOutF32>(A, B, M, K, N, w, splits, s);
-    else launch<C, kOutF16>(A, B, M, K, N, w, splits, s);
+    if (out == kOutF32) gemm_int8_wgmma_launch_tile<C, kOutF32>(A, B, M, K, N, w, splits, s);
+    else gemm_int8_wgmma_launch_tile<C, kOutF16>(A, B, M, K, N, w, splits, s);
     return;
   }
   switch (out) {
-    case kOutI32: launch<C, kOutI32>(A, B, M, K, N, e, 1, s); break;
-    case kOutF32: launch<C, kOutF32>(A, B, M, K, N, e, 1, s); break;
-    default: launch<C, kOutF16>(A, B, M, K, N, e, 1, s); break;
+    case kOutI32: gemm_int8_wgmma_launch_tile<C, kOutI32>(A, B, M, K, N, e, 1, s); break;
+    case kOutF32: gemm_int8_wgmma_launch_tile<C, kOutF32>(A, B, M, K, N, e, 1, s); break;
+    default: gemm_int8_wgmma_launch_tile<C, kOutF16>(A, B, M, K, N, e, 1, s); break;
   }
 }
 
@@ -295,7 +295,7 @@ bool wgmma_compiled_for_device() {
   return yes;
 }
 
-void gemm_int8_wgmma_cuda(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int out,
+void gemm_int8_wgmma_launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int out,
                           cudaStream_t stream) {
   // 128 x 256 tiles whenever they fill the GPU once (on H100 at 8192^3: 1.14 POPS against 0.89 for the
   // 128 x 128 pair, and 1.09 for 128 x 256 tiles in 64-byte slices, 8 stages); smaller products (few rows:
@@ -319,8 +319,8 @@ void gemm_int8_wgmma_cuda(const int8_t* A, const int8_t* B, int M, int K, int N,
   if (M <= 32 && tiles * 2 <= slots) splits = int(std::min<long>(slots / tiles, std::max(1, slices / 8)));
   if (const char* f = std::getenv("QS_WGMMA_SPLITK")) splits = std::max(1, std::min(std::atoi(f), std::max(1, slices)));
   splits = std::max(1, std::min(splits, 64));
-  if (wide) launch_out<WgWide>(A, B, M, K, N, e, out, splits, stream);
-  else launch_out<WgTwin>(A, B, M, K, N, e, out, splits, stream);
+  if (wide) gemm_int8_wgmma_launch_splits<WgWide>(A, B, M, K, N, e, out, splits, stream);
+  else gemm_int8_wgmma_launch_splits<WgTwin>(A, B, M, K, N, e, out, splits, stream);
 }
 
 }  // namespace qs::cuda::detail

@@ -141,7 +141,7 @@ GemmLibrary& blas() {
   return lib;
 }
 
-void linear_backward_blas(const LinearBackwardArgs& a, float* partial, cudaStream_t s) {
+void linear_backward_blas_launch(const LinearBackwardArgs& a, float* partial, cudaStream_t s) {
   const float* dY = static_cast<const float*>(a.dY);
   auto blocks = [](std::size_t n) { return unsigned(std::min<std::size_t>((n + 255) / 256, 8192)); };
   if (a.dX) {
@@ -191,7 +191,7 @@ void linear_backward_device(const LinearBackwardArgs& a, void* stream) {
     const char* v = std::getenv("QS_LINEAR_BWD");
     return v && std::strcmp(v, "fused") == 0;
   }();
-  if (a.type == GradType::F32 && !fused) linear_backward_blas(a, partial.ptr, s);
+  if (a.type == GradType::F32 && !fused) linear_backward_blas_launch(a, partial.ptr, s);
   else if (a.type == GradType::F32) linear_backward_launch<float>(a, partial.ptr, s);
   else linear_backward_launch<__half>(a, partial.ptr, s);
 }

@@ -1,12 +1,13 @@
 // CPU-only build of the CUDA operations (fake_quant, quantize_int8, scheme_quant, gemm_int8, linear_backward,
-// gemm_cublas, gemm_bench_cuda): every entry throws std::runtime_error with device_info()'s message ("no GPU:
+// gemm_cublas, bench_gemm_cuda, bench_quantize_cuda): every entry throws std::runtime_error with device_info()'s message ("no GPU:
 // this build has no CUDA backend ..."), and the queries answer "nothing here", so callers need no #if
 // (issue 12 item 4). The training entries have their own stub (train_stub.cpp).
 #include <stdexcept>
 
 #include "cuda/device.h"
 #include "cuda/fake_quant.cuh"
-#include "cuda/gemm_bench_cuda.cuh"
+#include "cuda/bench_gemm_cuda.cuh"
+#include "cuda/bench_quantize_cuda.cuh"
 #include "cuda/gemm_cublas.cuh"
 #include "cuda/gemm_int8.cuh"
 #include "cuda/linear_backward.cuh"
@@ -20,10 +21,14 @@ namespace {
 }  // namespace
 
 EncodeStats encode_f32_cuda(const Format&, const EncodeOptions&, const EncodeJob&) { no_cuda(); }
+void encode_f32_device(const Format&, const EncodeOptions&, float, const float*, float*, uint16_t*, std::size_t, uint64_t,
+                       EncodeCountsDevice*, void*) {
+  no_cuda();
+}
 BenchQuantizeResult bench_quantize_cuda(const BenchQuantizeConfig&) { no_cuda(); }
 
 void quantize_int8_cuda(const float*, const uint16_t*, std::size_t, std::size_t, bool, int8_t*, float*) { no_cuda(); }
-void quantize_int8_device(const float*, std::size_t, std::size_t, bool, int8_t*, float*, void*, void*) { no_cuda(); }
+void quantize_int8_device(const float*, const uint16_t*, std::size_t, std::size_t, bool, int8_t*, float*, void*, void*) { no_cuda(); }
 BenchInt8Result bench_quantize_int8_cuda(std::size_t, std::size_t, bool, bool, int) { no_cuda(); }
 
 SchemeOutput apply_scheme_cuda(const Scheme&, const float*, const std::vector<int64_t>&, float*) { no_cuda(); }

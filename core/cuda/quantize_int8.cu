@@ -1,6 +1,7 @@
 // CUDA symmetric int8 quantization: device helpers -> kernels (per row: one block per row, two passes
-// over a row that stays in L1; per tensor: an amax reduction, then the quantization) -> launcher ->
-// host entries.
+// over a row that stays in L1; per tensor: an amax reduction, then the quantization) -> quantize_int8_launch
+// (takes a stream) -> quantize_int8_device (device pointers, checks) -> quantize_int8_cuda (host pointers).
+// Benchmark: bench_quantize_cuda.cu.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -14,8 +15,8 @@
 
 #include "cuda/cuda_util.cuh"
 #include "cuda/quantize_int8.cuh"
-#include "io/npy.h"
 #include "quant/int8_quant.h"
+#include "quant/scale_rule.h"  // int8_symmetric127_scale, host and device
 
 namespace qs::cuda {
 
@@ -66,7 +67,7 @@ __global__ void quantize_rows_kernel(const T* __restrict__ x, std::size_t cols, 
       const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&raw.y));
       m = fmaxf(fmaxf(m, fmaxf(finite_abs(a.x), finite_abs(a.y))), fmaxf(finite_abs(b.x), finite_abs(b.y)));
     }
-    const float s = fmaxf(block_max(m) / 127.0f, 1e-8f);
+    const float s = int8_symmetric127_scale(block_max(m));
     if (threadIdx.x == 0) scales[row] = s;
     for (std::size_t c = 4 * threadIdx.x; c < cols; c += 4 * blockDim.x) {
       const uint2 raw = *reinterpret_cast<const uint2*>(reinterpret_cast<const __half*>(xr) + c);
@@ -89,7 +90,7 @@ __global__ void quantize_rows_kernel(const T* __restrict__ x, std::size_t cols, 
   } else {
     for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, finite_abs(load(xr, c)));
   }
-  const float s = fmaxf(block_max(m) / 127.0f, 1e-8f);
+  const float s = int8_symmetric127_scale(block_max(m));
   if (threadIdx.x == 0) scales[row] = s;
   if ((cols & 3) == 0 && sizeof(T) == 4) {
     // Four elements per thread and step: 16-byte loads, 4-byte stores.
@@ -148,7 +149,7 @@ __global__ void __launch_bounds__(1024) quantize_rows_reg16_kernel(const __half*
 #pragma unroll
   for (int k = 0; k < V; ++k)
     if (8 * (threadIdx.x + std::size_t(k) * blockDim.x) < cols) m = fmaxf(m, max8(v[k]));
-  const float s = fmaxf(block_max(m) / 127.0f, 1e-8f);
+  const float s = int8_symmetric127_scale(block_max(m));
   if (threadIdx.x == 0) scales[row] = s;
 #pragma unroll
   for (int k = 0; k < V; ++k) {
@@ -227,7 +228,7 @@ __global__ void __launch_bounds__(1024) quantize_rows_f32fast_kernel(const float
   for (int k = 0; k < V; ++k)
     if (4 * (threadIdx.x + std::size_t(k) * blockDim.x) < cols)
       m = fmaxf(fmaxf(m, fmaxf(finite_abs(v[k].x), finite_abs(v[k].y))), fmaxf(finite_abs(v[k].z), finite_abs(v[k].w)));
-  const float s = fmaxf(block_max(m) / 127.0f, 1e-8f);
+  const float s = int8_symmetric127_scale(block_max(m));
   if (threadIdx.x == 0) scales[row] = s;
   const float r = __frcp_rn(s);
 #pragma unroll
@@ -272,7 +273,7 @@ __global__ void __launch_bounds__(1024) quantize_rows_f16x16_kernel(const __half
     for (int g = 0; g < G; ++g)
       if (16 * (threadIdx.x + std::size_t(g) * blockDim.x) < cols) m = fmaxf(m, fmaxf(max8(v[2 * g]), max8(v[2 * g + 1])));
   }
-  const float s = fmaxf(block_max(m) / 127.0f, 1e-8f);
+  const float s = int8_symmetric127_scale(block_max(m));
   if (threadIdx.x == 0) scales[row] = s;
   const float r = __frcp_rn(s);
 #pragma unroll
@@ -293,7 +294,7 @@ __global__ void __launch_bounds__(1024) quantize_rows_f16x16_kernel(const __half
 }
 
 // Launches the kernel above when the row fits (cols % 16 == 0, at most 16 * nt * 4 halves); false otherwise.
-bool launch_f16x16(const __half* x, std::size_t rows, std::size_t cols, int8_t* q, float* scales, int nt,
+bool quantize_int8_launch_f16x16(const __half* x, std::size_t rows, std::size_t cols, int8_t* q, float* scales, int nt,
                    cudaStream_t stream) {
   if (cols % 16 != 0 || cols > std::size_t(16) * nt * 4) return false;
   if (cols <= std::size_t(16) * nt) quantize_rows_f16x16_kernel<1><<<unsigned(rows), nt, 0, stream>>>(x, cols, q, scales);
@@ -315,7 +316,7 @@ __global__ void amax_kernel(const T* __restrict__ x, std::size_t n, unsigned int
 template <typename T>
 __global__ void quantize_tensor_kernel(const T* __restrict__ x, std::size_t n, const unsigned int* amax_bits,
                                        int8_t* __restrict__ q, float* __restrict__ scale) {
-  const float s = fmaxf(__uint_as_float(*amax_bits) / 127.0f, 1e-8f);
+  const float s = int8_symmetric127_scale(__uint_as_float(*amax_bits));
   if (blockIdx.x == 0 && threadIdx.x == 0) *scale = s;
   for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
     q[i] = q8(load(x, i), s);
@@ -390,7 +391,7 @@ __global__ void __launch_bounds__(256) amax_f16v_kernel(const __half* __restrict
 }
 
 __device__ __forceinline__ float tensor_scale(const unsigned int* amax_bits, float* scale) {
-  const float s = fmaxf(__uint_as_float(*amax_bits) / 127.0f, 1e-8f);
+  const float s = int8_symmetric127_scale(__uint_as_float(*amax_bits));
   if (blockIdx.x == 0 && threadIdx.x == 0) *scale = s;
   return s;
 }
@@ -460,7 +461,7 @@ __global__ void __launch_bounds__(256) quantize_tensor_f16v_kernel(const __half*
 
 // Launches the vectorised per-tensor pair; false when the pointers are not aligned for it.
 template <typename T>
-bool launch_tensor_vec(const T* x, std::size_t n, int8_t* q, float* scales, unsigned int* amax_bits, cudaStream_t stream) {
+bool quantize_int8_launch_tensor_vec(const T* x, std::size_t n, int8_t* q, float* scales, unsigned int* amax_bits, cudaStream_t stream) {
   if (std::getenv("QS_QTENSOR_SCALAR")) return false;  // A/B against the scalar pair (tuning)
   if (reinterpret_cast<std::uintptr_t>(x) % 16 != 0 || reinterpret_cast<std::uintptr_t>(q) % 8 != 0) return false;
   static int per_sm = 0, sms = 0;
@@ -487,7 +488,7 @@ bool launch_tensor_vec(const T* x, std::size_t n, int8_t* q, float* scales, unsi
 }
 
 template <typename T>
-void launch(const T* x, std::size_t rows, std::size_t cols, bool per_row, int8_t* q, float* scales,
+void quantize_int8_launch(const T* x, std::size_t rows, std::size_t cols, bool per_row, int8_t* q, float* scales,
             unsigned int* amax_bits, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
   if (per_row) {
@@ -501,7 +502,7 @@ void launch(const T* x, std::size_t rows, std::size_t cols, bool per_row, int8_t
     if (nt != 128 && nt != 256 && nt != 512 && nt != 1024) nt = 0;
     if constexpr (sizeof(T) == 2) {
       if (!nt) nt = cols >= 8192 ? 512 : 256;
-      if (launch_f16x16(reinterpret_cast<const __half*>(x), rows, cols, q, scales, nt, stream)) return;
+      if (quantize_int8_launch_f16x16(reinterpret_cast<const __half*>(x), rows, cols, q, scales, nt, stream)) return;
       if (cols % 8 == 0 && cols <= std::size_t(8) * nt * 4) {
         const auto* xh = reinterpret_cast<const __half*>(x);
         if (cols <= std::size_t(8) * nt) quantize_rows_reg16_kernel<1><<<unsigned(rows), nt, 0, stream>>>(xh, cols, q, scales);
@@ -525,7 +526,7 @@ void launch(const T* x, std::size_t rows, std::size_t cols, bool per_row, int8_t
     quantize_rows_kernel<T><<<unsigned(rows), 256, 0, stream>>>(x, cols, q, scales);
   } else {
     const std::size_t n = rows * cols;
-    if (launch_tensor_vec(x, n, q, scales, amax_bits, stream)) return;
+    if (quantize_int8_launch_tensor_vec(x, n, q, scales, amax_bits, stream)) return;
     int sms = 0;
     check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "device query");
     const int blocks = int(std::min<std::size_t>((n + 255) / 256, std::size_t(sms) * 8));
@@ -541,72 +542,29 @@ void launch(const T* x, std::size_t rows, std::size_t cols, bool per_row, int8_t
 void quantize_int8_cuda(const float* x, const uint16_t* x16, std::size_t rows, std::size_t cols, bool per_row,
                         int8_t* q, float* scales) {
   const std::size_t n = rows * cols, ns = per_row ? rows : 1;
+  if (n == 0) return;
   Buf<int8_t> dq(n);
   Buf<float> ds(ns), dx(x ? n : 0);
   Buf<__half> dh(x16 ? n : 0);
   Buf<unsigned int> dm(1);
   if (x) check(cudaMemcpy(dx.ptr, x, n * 4, cudaMemcpyHostToDevice), "copy to device");
   else check(cudaMemcpy(dh.ptr, x16, n * 2, cudaMemcpyHostToDevice), "copy to device");
-  if (x) launch(dx.ptr, rows, cols, per_row, dq.ptr, ds.ptr, dm.ptr, 0);
-  else launch(dh.ptr, rows, cols, per_row, dq.ptr, ds.ptr, dm.ptr, 0);
+  quantize_int8_device(x ? dx.ptr : nullptr, x ? nullptr : reinterpret_cast<const uint16_t*>(dh.ptr), rows, cols, per_row,
+                       dq.ptr, ds.ptr, dm.ptr, nullptr);
   check(cudaDeviceSynchronize(), "int8 quantization kernel");
-  if (n) check(cudaMemcpy(q, dq.ptr, n, cudaMemcpyDeviceToHost), "copy back");
-  if (n) check(cudaMemcpy(scales, ds.ptr, ns * 4, cudaMemcpyDeviceToHost), "copy back");
+  check(cudaMemcpy(q, dq.ptr, n, cudaMemcpyDeviceToHost), "copy back");
+  check(cudaMemcpy(scales, ds.ptr, ns * 4, cudaMemcpyDeviceToHost), "copy back");
 }
 
-void quantize_int8_device(const float* x, std::size_t rows, std::size_t cols, bool per_row, int8_t* q, float* scales,
-                          void* amax_scratch, void* stream) {
-  launch(x, rows, cols, per_row, q, scales, static_cast<unsigned int*>(amax_scratch), static_cast<cudaStream_t>(stream));
-}
-
-BenchInt8Result bench_quantize_int8_cuda(std::size_t rows, std::size_t cols, bool per_row, bool fp16, int reps) {
-  const std::size_t n = rows * cols, ns = per_row ? rows : 1;
-  const std::size_t esize = fp16 ? 2 : 4;
-  std::vector<float> hx(n);
-  std::vector<uint16_t> hh(fp16 ? n : 0);
-  std::mt19937 gen(7);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (std::size_t i = 0; i < n; ++i) {
-    hx[i] = nd(gen) * (1.0f + float(i / cols % 17));
-    if (fp16) {
-      hh[i] = float_to_half(hx[i]);
-      hx[i] = half_to_float(hh[i]);
-    }
-  }
-  Buf<float> dx(n);
-  Buf<__half> dh(fp16 ? n : 0);
-  Buf<int8_t> dq(n);
-  Buf<float> ds(ns);
-  Buf<unsigned int> dm(1);
-  Buf<uint8_t> dcopy(n * esize);
-  if (fp16) check(cudaMemcpy(dh.ptr, hh.data(), n * 2, cudaMemcpyHostToDevice), "copy");
-  else check(cudaMemcpy(dx.ptr, hx.data(), n * 4, cudaMemcpyHostToDevice), "copy");
-  auto run = [&] {
-    if (fp16) launch(dh.ptr, rows, cols, per_row, dq.ptr, ds.ptr, dm.ptr, 0);
-    else launch(dx.ptr, rows, cols, per_row, dq.ptr, ds.ptr, dm.ptr, 0);
-  };
-  BenchInt8Result r;
-  r.kernel = std::string("int8-quant-") + (per_row ? "row-" : "tensor-") + (fp16 ? "fp16" : "fp32");
-  // Correctness first: codes and scales against the CPU reference.
-  run();
-  check(cudaDeviceSynchronize(), "int8 quantization kernel");
-  std::vector<int8_t> q(n), qref(n);
-  std::vector<float> s(ns), sref(ns);
-  check(cudaMemcpy(q.data(), dq.ptr, n, cudaMemcpyDeviceToHost), "copy back");
-  check(cudaMemcpy(s.data(), ds.ptr, ns * 4, cudaMemcpyDeviceToHost), "copy back");
-  if (fp16) quantize_int8_ref_f16(hh.data(), rows, cols, per_row, qref.data(), sref.data());
-  else quantize_int8_ref(hx.data(), rows, cols, per_row, qref.data(), sref.data());
-  if (std::memcmp(q.data(), qref.data(), n) != 0 || std::memcmp(s.data(), sref.data(), ns * 4) != 0)
-    throw std::runtime_error("bench quantize-int8: device codes or scales differ from the CPU reference");
-  r.checked = n;
-  auto time_it = [&](auto&& fn) { return detail::median_seconds(fn, reps, 0); };
-  const double tq = time_it(run);
-  const void* src = fp16 ? static_cast<const void*>(dh.ptr) : static_cast<const void*>(dx.ptr);
-  const double tc = time_it([&] { check(cudaMemcpyAsync(dcopy.ptr, src, n * esize, cudaMemcpyDeviceToDevice, 0), "copy"); });
-  r.quant_gbps = double(n * esize + n + ns * 4) / tq / 1e9;
-  r.memcpy_gbps = double(2 * n * esize) / tc / 1e9;
-  r.ratio = r.quant_gbps / r.memcpy_gbps;
-  return r;
+void quantize_int8_device(const float* x, const uint16_t* x16, std::size_t rows, std::size_t cols, bool per_row, int8_t* q,
+                          float* scales, void* amax_scratch, void* stream) {
+  if (!x == !x16) throw std::invalid_argument("quantize_int8_device: give exactly one of x and x16");
+  if (rows * cols && (!q || !scales || (!per_row && !amax_scratch)))
+    throw std::invalid_argument("quantize_int8_device: null pointer");
+  auto* amax = static_cast<unsigned int*>(amax_scratch);
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (x) quantize_int8_launch(x, rows, cols, per_row, q, scales, amax, s);
+  else quantize_int8_launch(reinterpret_cast<const __half*>(x16), rows, cols, per_row, q, scales, amax, s);
 }
 
 }  // namespace qs::cuda

@@ -711,7 +711,7 @@ void Int8LinearCuda::set_parameters(const float* W, const float* b) {
 }
 
 void Int8LinearCuda::quantize_weights_device(void* stream) {
-  quantize_int8_device(p_->W.p, std::size_t(p_->out), std::size_t(p_->in), p_->cfg.w_per_channel, p_->wq.p, p_->sw.p,
+  quantize_int8_device(p_->W.p, nullptr, std::size_t(p_->out), std::size_t(p_->in), p_->cfg.w_per_channel, p_->wq.p, p_->sw.p,
                        p_->scratch.p, stream);
 }
 
@@ -720,7 +720,7 @@ void Int8LinearCuda::forward_device(const float* x, int rows, float* y, void* st
   Impl& P = *p_;
   P.xq.resize(std::size_t(rows) * std::size_t(P.in));
   P.sx.resize(P.cfg.x_per_row ? std::size_t(rows) : 1);
-  quantize_int8_device(x, std::size_t(rows), std::size_t(P.in), P.cfg.x_per_row, P.xq.p, P.sx.p, P.scratch.p, stream);
+  quantize_int8_device(x, nullptr, std::size_t(rows), std::size_t(P.in), P.cfg.x_per_row, P.xq.p, P.sx.p, P.scratch.p, stream);
   GemmEpilogueDev ep;
   ep.scale_a = P.sx.p;
   ep.scale_a_per_row = P.cfg.x_per_row;

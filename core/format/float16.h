@@ -18,9 +18,9 @@
 //   qs::half_to_float_n(bytes, n, out.data(), /*threads=*/0);   // any alignment of `bytes`
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 namespace qs {
 
@@ -29,13 +29,7 @@ enum class SimdLevel;  // format/encode_simd.h
 float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);
 // bfloat16 is the top half of a float32: widening is exact and keeps every bit (NaNs included).
-// (memcpy, not std::bit_cast: CUDA sources include this header as C++17.)
-inline float bf16_to_float(uint16_t b) {
-  const uint32_t u = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+inline float bf16_to_float(uint16_t b) { return std::bit_cast<float>(uint32_t(b) << 16); }
 
 // n little-endian 16-bit codes at `src` (any alignment) to dst[0, n). threads <= 0: all cores; arrays
 // shorter than kBulkThreadMin (2^20: 4 MiB of output, past L2) use one thread whatever is asked: below it

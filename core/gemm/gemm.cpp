@@ -74,22 +74,6 @@ const char* gemm_level_name(SimdLevel l) {
   return "?";
 }
 
-int64_t gemm_max_k(int32_t x_lo, int32_t x_hi, int32_t y_lo, int32_t y_hi) {
-  const int64_t p[4] = {int64_t(x_lo) * y_lo, int64_t(x_lo) * y_hi, int64_t(x_hi) * y_lo, int64_t(x_hi) * y_hi};
-  const int64_t pmax = std::max(int64_t(0), *std::max_element(p, p + 4));
-  const int64_t pmin = std::min(int64_t(0), *std::min_element(p, p + 4));
-  int64_t k = std::numeric_limits<int32_t>::max();  // no bound from the values: K itself is an int
-  if (pmax > 0) k = std::min(k, int64_t(std::numeric_limits<int32_t>::max()) / pmax);
-  if (pmin < 0) k = std::min(k, (int64_t(1) << 31) / -pmin);
-  return k;
-}
-
-int64_t gemm_max_k(QType a, QType b) {
-  const int32_t alo = a == QType::S8 ? -128 : 0, ahi = a == QType::S8 ? 127 : 255;
-  const int32_t blo = b == QType::S8 ? -128 : 0, bhi = b == QType::S8 ? 127 : 255;
-  return gemm_max_k(alo, ahi, blo, bhi);
-}
-
 void PackedB::Free::operator()(int8_t* p) const { std::free(p); }
 
 std::size_t PackedB::bytes() const {

@@ -15,8 +15,10 @@
 // always does, and longer K is refused with a GemmError.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -59,8 +61,22 @@ bool gemm_has_avxvnni();
 
 // Largest K for which sum_k x_k * y_k always fits in int32 when every x_k is in [x_lo, x_hi] and every
 // y_k in [y_lo, y_hi] (the ranges of qa - za and qb - zb). int8 x int8: 131071 (2^31 - 1 over 128 * 128).
-int64_t gemm_max_k(int32_t x_lo, int32_t x_hi, int32_t y_lo, int32_t y_hi);
-int64_t gemm_max_k(QType a, QType b);  // zero points 0
+// constexpr, so the CUDA kernels' bound (cuda/gemm_int8.cuh) is this one, not a restated number.
+constexpr int64_t gemm_max_k(int32_t x_lo, int32_t x_hi, int32_t y_lo, int32_t y_hi) {
+  const int64_t p[4] = {int64_t(x_lo) * y_lo, int64_t(x_lo) * y_hi, int64_t(x_hi) * y_lo, int64_t(x_hi) * y_hi};
+  const int64_t pmax = std::max(int64_t(0), *std::max_element(p, p + 4));
+  const int64_t pmin = std::min(int64_t(0), *std::min_element(p, p + 4));
+  int64_t k = std::numeric_limits<int32_t>::max();  // no bound from the values: K itself is an int
+  if (pmax > 0) k = std::min(k, int64_t(std::numeric_limits<int32_t>::max()) / pmax);
+  if (pmin < 0) k = std::min(k, (int64_t(1) << 31) / -pmin);
+  return k;
+}
+constexpr int64_t gemm_max_k(QType a, QType b) {  // zero points 0
+  const int32_t alo = a == QType::S8 ? -128 : 0, ahi = a == QType::S8 ? 127 : 255;
+  const int32_t blo = b == QType::S8 ? -128 : 0, bhi = b == QType::S8 ? 127 : 255;
+  return gemm_max_k(alo, ahi, blo, bhi);
+}
+static_assert(gemm_max_k(QType::S8, QType::S8) == 131071);
 
 // B packed once into the kernels' layout (shared by every level): panels of kGemmPanel columns, K in
 // groups of 4 (padded with zeros), stored as b' = b (int8) or b - 128 (uint8) so the kernels multiply

@@ -143,8 +143,8 @@ QS_HD float two_level_tensor_scale(const ScaleRuleParams& p, double tensor_amax)
   return t < FLT_MIN ? FLT_MIN : t;
 }
 
-// Int8Symmetric127 by itself, for callers that hold a float amax (quantize_int8_ref; the CUDA quantize_int8
-// kernels spell the same expression).
+// Int8Symmetric127 by itself, for callers that hold a float amax (quantize_int8_ref and the CUDA
+// quantize_int8 kernels, whose amax is over finite values only).
 QS_HD float int8_symmetric127_scale(float amax) {
   const float s = amax / 127.0f;
   return s < 1e-8f ? 1e-8f : s;

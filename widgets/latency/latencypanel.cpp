@@ -41,7 +41,7 @@
 
 #include "cuda/device.h"
 #include "gemm/gemm.h"
-#include "cuda/gemm_bench_cuda.cuh"
+#include "cuda/bench_gemm_cuda.cuh"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/commands.h"
+#include "cuda/selftest_cuda.h"
 #include "format/selftest.h"
 
 #include "cuda/train_cuda.cuh"
@@ -22,7 +22,7 @@
 #include "train/int8_linear.h"
 #include "train/optim.h"
 
-namespace qs::cli {
+namespace qs::cuda {
 
 namespace {
 
@@ -355,4 +355,4 @@ void run_cuda_train_selftest(const std::function<void(const SelftestCase&)>& rep
   training_cases(report);
 }
 
-}  // namespace qs::cli
+}  // namespace qs::cuda

@@ -9,16 +9,16 @@
 #include <string>
 #include <vector>
 
-#include "cli/commands.h"
+#include "cuda/selftest_cuda.h"
 #include "format/selftest.h"
 
 #include "cuda/gemm_int8.cuh"
 #include "cuda/linear_backward.cuh"
 #include "gemm/gemm.h"
 #include "gemm/linear_backward_ref.h"
-#include "io/npy.h"
+#include "format/float16.h"
 
-namespace qs::cli {
+namespace qs::cuda {
 
 namespace {
 
@@ -178,4 +178,4 @@ void run_cuda_gemm_selftest(const std::function<void(const SelftestCase&)>& repo
   backward_cases(report);
 }
 
-}  // namespace qs::cli
+}  // namespace qs::cuda

@@ -11,7 +11,7 @@
 
 #include "cuda/cuda_util.cuh"
 #include "cuda/device.h"
-#include "cuda/gemm_bench_cuda.cuh"
+#include "cuda/bench_gemm_cuda.cuh"
 #include "cuda/gemm_cublas.cuh"
 #include "cuda/gemm_int8.cuh"
 #include "cuda/linear_backward.cuh"
@@ -218,7 +218,7 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
       // End to end: float32 activations in, float32 out (quantization on the device + GEMM + epilogue).
       measure(base + "-e2e",
               [&, k] {
-                quantize_int8_device(dX.ptr, M, K, cfg.act_per_row, dq_tmp.ptr, ds_tmp.ptr, dscratch.ptr);
+                quantize_int8_device(dX.ptr, nullptr, M, K, cfg.act_per_row, dq_tmp.ptr, ds_tmp.ptr, dscratch.ptr);
                 gemm_int8_device(dq_tmp.ptr, dqw.ptr, M, K, N, ep_tmp, GemmOut::F32, dY.ptr, k);
               },
               check_dq);
