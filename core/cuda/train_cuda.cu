@@ -369,7 +369,6 @@ class FakeQuantDev {
     }
   }
   const Scheme& scheme() const { return scheme_; }
-  bool on_host() const { return host_ != nullptr; }
   bool has_codes() const { return !host_ || host_->has_codes(); }
 
   // y = fake-quant(x) (rows x cols, device); codes, clipped optional; counters into `slots`; the whole

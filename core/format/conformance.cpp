@@ -114,17 +114,23 @@ ConformanceReport run_conformance(const ConformanceOptions& opt) {
     return encode_ref(f, x, r, o, random);
   });
   ConformanceReport rep;
+  auto family = [](std::string name, std::string description) {
+    ConformanceFamily f;
+    f.name = std::move(name);
+    f.description = std::move(description);
+    return f;
+  };
   rep.families = {
-      {"decode", "every code's value against its definition (fields, bias, subnormals, specials)"},
-      {"round-trip", "encode(decode(c)) keeps c's value, every non-NaN code (int8's -128 saturates to -127: the "
-                     "narrow symmetric range)"},
-      {"ties", "midpoints go to the even code (RNE; formats without mantissa bits: up, as ml_dtypes); the doubles "
-               "beside them to the nearer value"},
-      {"away/zero", "ties away from zero and truncation: midpoints to the larger magnitude (nearest-away), every "
-                    "input below a value to the one under it (toward-zero), their overflow thresholds"},
-      {"specials", "NaN, ±inf and the overflow threshold under saturate and ieee"},
-      {"stochastic", "the rounding rule at its boundary and the up-rate over 20,000 draws"},
-      {"simd", "every vectorized encoder level equals the scalar reference"},
+      family("decode", "every code's value against its definition (fields, bias, subnormals, specials)"),
+      family("round-trip", "encode(decode(c)) keeps c's value, every non-NaN code (int8's -128 saturates to -127: the "
+                     "narrow symmetric range)"),
+      family("ties", "midpoints go to the even code (RNE; formats without mantissa bits: up, as ml_dtypes); the doubles "
+               "beside them to the nearer value"),
+      family("away/zero", "ties away from zero and truncation: midpoints to the larger magnitude (nearest-away), every "
+                    "input below a value to the one under it (toward-zero), their overflow thresholds"),
+      family("specials", "NaN, ±inf and the overflow threshold under saturate and ieee"),
+      family("stochastic", "the rounding rule at its boundary and the up-rate over 20,000 draws"),
+      family("simd", "every vectorized encoder level equals the scalar reference"),
   };
   const int total = int(rep.families.size());
   auto keep_going = [&](int done) { return !opt.progress || opt.progress(done, total); };
