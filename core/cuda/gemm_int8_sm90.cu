@@ -2,6 +2,7 @@
 // from shared memory through matrix descriptors. Device helpers -> kernel -> launcher; the entry that picks
 // it is gemm_int8_device (gemm_int8.cu). Everything that needs sm_90a sits behind __CUDA_ARCH_FEAT_SM90_ALL,
 // so builds for sm_80 / sm_89 compile empty kernels that are never launched (wgmma_compiled_for_device).
+#include <cuda.h>  // CUtensorMap and its encoder's signature (resolved through the runtime: no -lcuda)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -260,6 +261,115 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 #endif
 }
 
+
+// ---------------------------------------------------------------------------------------------------
+// The same MMAs fed by the Tensor Memory Accelerator, warp-specialized: one producer warp issues a TMA
+// load of each slice's A (128 x BK) and B (BN x BK) tiles into the ring (128-byte swizzle: the layout the
+// descriptors above name) and counts the bytes on the slot's "full" mbarrier; the two consumer warpgroups
+// wait on it, run the slice's wgmma and, once those MMAs are retired, arrive on the slot's "empty"
+// mbarrier, which the producer waits on before refilling the slot. No thread of the consumers computes an
+// address or waits at a block-wide barrier inside the K loop. Tiles past M, N or K are zero-filled by the
+// TMA unit. Output as the kernel above (no split-K: the launcher keeps this kernel for unsplit products).
+__device__ __forceinline__ void mbar_init(uint32_t bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, unsigned parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(bar), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int c0, int c1, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+
+template <typename C, int O>
+__global__ void __launch_bounds__(288, 1)
+    gemm_int8_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, int M,
+                               int K, int N, Epi e) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  static_assert(C::BK == 128, "the TMA kernel uses 128-byte rows");
+  constexpr int BK = C::BK, S = C::kStages;
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t sbase = (smem_addr(smem_raw) + (C::kAlign - 1)) & ~uint32_t(C::kAlign - 1);
+  const uint32_t full0 = sbase + S * C::kStageBytes, empty0 = full0 + 8 * S;  // mbarriers after the ring
+  const int tiles_m = (M + C::BM - 1) / C::BM, tiles_n = (N + C::BN - 1) / C::BN;
+  int tm, tn;
+  tile_of(blockIdx.x, tiles_m, tiles_n, 8, tm, tn);
+  const int m0 = tm * C::BM, n0 = tn * C::BN;
+  const int KT = (K + BK - 1) / BK;
+  if (threadIdx.x == 256) {
+    for (int s = 0; s < S; ++s) {
+      mbar_init(full0 + 8 * s, 1);
+      mbar_init(empty0 + 8 * s, 256);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x >= 256) {  // the producer warp: one thread issues every load
+    if (threadIdx.x == 256) {
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmA)) : "memory");
+      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmB)) : "memory");
+      for (int kt = 0; kt < KT; ++kt) {
+        const int s = kt % S;
+        if (kt >= S) mbar_wait(empty0 + 8 * s, unsigned((kt / S - 1) & 1));
+        const uint32_t full = full0 + 8 * s, sA = sbase + s * C::kStageBytes;
+        mbar_expect_tx(full, C::kStageBytes);
+        tma_load_2d(sA, &tmA, kt * BK, m0, full);
+        tma_load_2d(sA + C::kABytes, &tmB, kt * BK, n0, full);
+      }
+    }
+    return;
+  }
+  const int wg = threadIdx.x >> 7;
+  int acc[C::kAccRegs];
+#pragma unroll
+  for (int i = 0; i < C::kAccRegs; ++i) acc[i] = 0;
+  for (int kt = 0; kt < KT; ++kt) {
+    const int s = kt % S;
+    mbar_wait(full0 + 8 * s, unsigned((kt / S) & 1));
+    const uint32_t sA = sbase + s * C::kStageBytes + wg * 64 * BK, sB = sbase + s * C::kStageBytes + C::kABytes;
+#pragma unroll
+    for (int i = 0; i < C::kAccRegs; ++i) fence_operand(acc[i]);
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < BK / 32; ++k) wgmma_m64k32(acc, smem_desc<BK>(sA + 32 * k), smem_desc<BK>(sB + 32 * k));
+    wgmma_commit();
+    wgmma_wait<1>();  // the previous slice's MMAs are retired: its slot can be refilled
+#pragma unroll
+    for (int i = 0; i < C::kAccRegs; ++i) fence_operand(acc[i]);
+    if (kt > 0) mbar_arrive(empty0 + 8 * ((kt - 1) % S));
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int i = 0; i < C::kAccRegs; ++i) fence_operand(acc[i]);
+  consumers_sync();  // both warpgroups are done with the ring: it becomes the output tile
+  int32_t* Cs = reinterpret_cast<int32_t*>(smem_raw + (sbase - smem_addr(smem_raw)));
+  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
+  const int r = wg * 64 + w * 16 + g;
+#pragma unroll
+  for (int j = 0; j < C::BN / 8; ++j) {
+    const int c = 8 * j + 2 * t;
+    *reinterpret_cast<int2*>(Cs + r * (C::BN + kCsPad) + c) = make_int2(acc[4 * j], acc[4 * j + 1]);
+    *reinterpret_cast<int2*>(Cs + (r + 8) * (C::BN + kCsPad) + c) = make_int2(acc[4 * j + 2], acc[4 * j + 3]);
+  }
+  consumers_sync();
+  drain_tile<O, C::BN, 256, C::BM>(e, Cs, m0, n0);
+#endif
+}
+
 __global__ void sm90a_probe_kernel(int* out) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   *out = 1;
@@ -282,6 +392,50 @@ void gemm_int8_wgmma_launch_tile(const int8_t* A, const int8_t* B, int M, int K,
 // Split-K: the K slices are shared among `splits` blocks per tile whose int32 tiles add up in a zeroed
 // buffer (Y itself for int32 output, else a stream-ordered workspace that the last block of each tile
 // dequantizes).
+// The TMA kernel's launcher: tensor maps of A (M x K) and B (N x K), int8 rows of K bytes, boxes of
+// 128 x BK and BN x BK, 128-byte swizzle, zero fill past the edges. False when the driver lacks the
+// encoder (then the cp.async kernel runs).
+using EncodeTiledFn = decltype(&cuTensorMapEncodeTiled);
+EncodeTiledFn tensor_map_encoder() {
+  static const EncodeTiledFn fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      p = nullptr;
+    }
+    return reinterpret_cast<EncodeTiledFn>(p);
+  }();
+  return fn;
+}
+
+template <typename C, int O>
+bool gemm_int8_wgmma_tma_launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
+  const EncodeTiledFn encode = tensor_map_encoder();
+  if (!encode) return false;
+  CUtensorMap ta, tb;
+  const cuuint64_t dim_a[2] = {cuuint64_t(K), cuuint64_t(M)}, dim_b[2] = {cuuint64_t(K), cuuint64_t(N)};
+  const cuuint64_t stride[1] = {cuuint64_t(K)};
+  const cuuint32_t box_a[2] = {C::BK, C::BM}, box_b[2] = {C::BK, C::BN}, one[2] = {1, 1};
+  if (encode(&ta, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<int8_t*>(A), dim_a, stride, box_a, one,
+             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS ||
+      encode(&tb, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<int8_t*>(B), dim_b, stride, box_b, one,
+             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+    return false;
+  auto* kernel = gemm_int8_wgmma_tma_kernel<C, O>;
+  constexpr int kSmem = C::kSmem + 16 * C::kStages;  // the ring, its alignment slack, the mbarriers
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "wgmma TMA kernel attribute");
+  });
+  const long tiles = long((M + C::BM - 1) / C::BM) * ((N + C::BN - 1) / C::BN);
+  kernel<<<unsigned(tiles), 288, kSmem, s>>>(ta, tb, M, K, N, e);
+  return true;
+}
+
 // A zeroed int32 workspace per stream (by cudaStreamGetId, unique for the process's life), grown in stream
 // order and kept: the split-K kernels leave every word they use zero again, so it needs no memset per call.
 int32_t* splitk_workspace(std::size_t count, cudaStream_t s) {
@@ -324,6 +478,19 @@ void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int 
     if (out == kOutF32) gemm_int8_wgmma_launch_tile<C, kOutF32>(A, B, M, K, N, w, splits, s);
     else gemm_int8_wgmma_launch_tile<C, kOutF16>(A, B, M, K, N, w, splits, s);
     return;
+  }
+  // Unsplit 128 x 256 tiles: the TMA kernel, unless QS_WGMMA_LOAD=cpasync (A/B in one build).
+  if constexpr (C::BK == 128) {
+    const char* load = std::getenv("QS_WGMMA_LOAD");
+    if (!(load && std::strcmp(load, "cpasync") == 0)) {
+      bool done = false;
+      switch (out) {
+        case kOutI32: done = gemm_int8_wgmma_tma_launch<C, kOutI32>(A, B, M, K, N, e, s); break;
+        case kOutF32: done = gemm_int8_wgmma_tma_launch<C, kOutF32>(A, B, M, K, N, e, s); break;
+        default: done = gemm_int8_wgmma_tma_launch<C, kOutF16>(A, B, M, K, N, e, s); break;
+      }
+      if (done) return;
+    }
   }
   switch (out) {
     case kOutI32: gemm_int8_wgmma_launch_tile<C, kOutI32>(A, B, M, K, N, e, 1, s); break;
