@@ -24,6 +24,7 @@ class QCPColorMap;
 class QCPColorScale;
 class QCustomPlot;
 class ElidedLabel;
+class JobControls;
 class QProgressBar;
 class QPushButton;
 class QToolButton;
@@ -144,7 +145,7 @@ private:
   QCPColorMap* m_map = nullptr;
   QCPColorScale* m_scale = nullptr;
   QProgressBar* m_progress = nullptr;
-  QPushButton* m_cancelButton = nullptr;
+  JobControls* m_controls = nullptr;  // Cancel and m_progress (shared/jobcontrols.h)
   QToolButton* m_exportButton = nullptr;
   ElidedLabel* m_status = nullptr;
   ElidedLabel* m_staleLabel = nullptr;
