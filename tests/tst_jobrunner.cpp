@@ -215,8 +215,8 @@ void TestJobRunner::destructorCancelsAndJoins() {
 }
 
 // restart() while a job runs (a slider dragged): the running job sees the cancel; what it posted and
-// reported before the restart but the UI had not taken yet (a row -1, progress 999: the UI thread does not
-// turn its event loop in between) never reaches the UI; of two requests made while it stops only the newer
+// reported before the restart but the UI had not taken yet (a row -1, the range 0..1000 and the value 999:
+// the UI thread does not turn its event loop in between) never reaches the UI; of two requests made while it stops only the newer
 // runs; one finished() for the whole sequence, not counted as a user's cancel; running stays true
 // throughout (runningChanged once each way).
 void TestJobRunner::restartSupersedesTheRunningJob() {
@@ -228,9 +228,11 @@ void TestJobRunner::restartSupersedesTheRunningJob() {
   QSignalSpy finished(&job, &JobRunnerBase::finished);
   QSignalSpy running(&job, &JobRunnerBase::runningChanged);
   QSignalSpy value(&job, &JobRunnerBase::progressValueChanged);
+  QSignalSpy range(&job, &JobRunnerBase::progressRangeChanged);
   std::atomic<bool> reported{false}, firstSawCancel{false}, secondRan{false}, thirdRan{false};
   job.restart([&](JobRunner<int>::Sink& sink) {
     sink.setProgressRange(0, 1000);
+    QThread::msleep(60);  // past Qt's progress throttle (25 a second), so the 999 is really sent
     sink.setProgressValue(999);
     sink.post(-1);
     reported = true;
@@ -263,6 +265,8 @@ void TestJobRunner::restartSupersedesTheRunningJob() {
   QVERIFY(!secondRan.load());
   QVERIFY(got == (std::vector<int>{1, 2, 3}));
   for (const QList<QVariant>& v : value) QVERIFY2(v.at(0).toInt() != 999, "a superseded job's progress arrived");
+  QVERIFY(!range.isEmpty());
+  for (const QList<QVariant>& r : range) QVERIFY2(r.at(1).toInt() == 3, "a superseded job's progress range arrived");
   QVERIFY(!value.isEmpty());
   QCOMPARE(value.last().at(0).toInt(), 3);
   QVERIFY(!job.isCancelled());

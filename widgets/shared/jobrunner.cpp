@@ -5,13 +5,12 @@ JobRunnerBase::JobRunnerBase(QObject* parent) : QObject(parent) {
   m_coalesce.setSingleShot(true);
   m_coalesce.setInterval(kCoalesceMs);
   connect(&m_coalesce, &QTimer::timeout, this, &JobRunnerBase::rowsReady);
-  // A superseded job's progress is not the request's any more: the bar waits for its successor's.
+  // A superseded job's progress is not the request's any more: the bar waits for its successor's. (Qt
+  // already drops the values a cancelled future reported, but not its range.)
   connect(&m_watcher, &QFutureWatcher<void>::progressRangeChanged, this, [this](int minimum, int maximum) {
     if (!m_superseded) emit progressRangeChanged(minimum, maximum);
   });
-  connect(&m_watcher, &QFutureWatcher<void>::progressValueChanged, this, [this](int value) {
-    if (!m_superseded) emit progressValueChanged(value);
-  });
+  connect(&m_watcher, &QFutureWatcher<void>::progressValueChanged, this, &JobRunnerBase::progressValueChanged);
   connect(&m_watcher, &QFutureWatcher<void>::finished, this, &JobRunnerBase::onWatcherFinished);
 }
 

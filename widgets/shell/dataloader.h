@@ -33,8 +33,6 @@ public:
   void cancel();
   // For scripts and tests: spins the event loop until no job runs (false on timeout).
   bool waitForIdle(int ms);
-  // The tensor runner, for a progress bar (a synthetic tensor reports its chunks; a file read is one step).
-  JobRunnerBase* tensorJob() { return &m_load; }
 
   // Largest tensor the explorer reads from a file (elements): bigger ones are refused with a message.
   static constexpr std::size_t kMaxElements = std::size_t(1) << 28;
