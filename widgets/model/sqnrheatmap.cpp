@@ -332,16 +332,7 @@ const SqnrHeatmap::Cell& SqnrHeatmap::cell(int tensor, int scheme) const {
   return m_cells[std::size_t(tensor * ns + scheme)];
 }
 
-void SqnrHeatmap::analyzeFile(const QString& path, const std::vector<qs::Scheme>& schemes) {
-  if (isRunning()) {  // the new request waits for the old one to stop (at most one tensor's work)
-    m_pendingPath = path;
-    m_pendingSchemes = schemes;
-    m_hasPending = true;
-    cancel();
-    return;
-  }
-  start(path, schemes);
-}
+void SqnrHeatmap::analyzeFile(const QString& path, const std::vector<qs::Scheme>& schemes) { start(path, schemes); }
 
 void SqnrHeatmap::start(const QString& path, const std::vector<qs::Scheme>& schemes) {
   m_path = path;
@@ -363,7 +354,9 @@ void SqnrHeatmap::start(const QString& path, const std::vector<qs::Scheme>& sche
   setStatus(QStringLiteral("Analysing %1 …").arg(QFileInfo(path).fileName()));
 
   const int threads = std::max(1, QThread::idealThreadCount() - 1);
-  m_job.start([path, schemes, threads](JobRunner<Update>::Sink& sink) {
+  // An analysis in flight stops after the tensor in progress and this one starts when it has; the old one's
+  // late cells and its finished() are dropped (JobRunner::restart), so nothing below mixes the two.
+  m_job.restart([path, schemes, threads](JobRunner<Update>::Sink& sink) {
     {
       const auto file = qs::open_tensor_file(path.toStdString());
       const auto& ts = file->tensors();
@@ -431,16 +424,16 @@ void SqnrHeatmap::cancel() {
 }
 
 bool SqnrHeatmap::waitForFinished(int ms) {
-  if (!isRunning() && !m_hasPending) return true;
+  if (!isRunning()) return true;
   QEventLoop loop;
   QTimer timeout;
   timeout.setSingleShot(true);
-  connect(this, &SqnrHeatmap::analysisFinished, &loop, [&] { if (!m_hasPending) loop.quit(); });
-  connect(this, &SqnrHeatmap::failed, &loop, [&] { if (!m_hasPending) loop.quit(); });
+  connect(this, &SqnrHeatmap::analysisFinished, &loop, &QEventLoop::quit);
+  connect(this, &SqnrHeatmap::failed, &loop, &QEventLoop::quit);
   connect(&timeout, &QTimer::timeout, &loop, &QEventLoop::quit);
   if (ms >= 0) timeout.start(ms);
   loop.exec();
-  return !isRunning() && !m_hasPending;
+  return !isRunning();
 }
 
 void SqnrHeatmap::flush() {
@@ -498,10 +491,6 @@ void SqnrHeatmap::onFinished() {  // the last cells are drawn already (JobRunner
                                 .arg(skipped));
     if (m_orderBy == Order::WorstSqnr) setOrder(m_orderBy);  // rows settle once every SQNR is known
     emit analysisFinished(m_path, m_job.isCancelled());
-  }
-  if (m_hasPending) {
-    m_hasPending = false;
-    start(m_pendingPath, m_pendingSchemes);
   }
 }
 
