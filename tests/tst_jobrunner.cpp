@@ -1,9 +1,12 @@
-// Tests of JobRunner (widgets/shared/jobrunner.h), the background job every streaming tab uses: rows arrive
-// in order and coalesced, progress is forwarded, Cancel reaches both the QPromise and the cancel flag, Pause
-// stops the worker at its next suspendIfRequested, an exception becomes error(), and the destructor cancels
-// and joins a running job.
+// Tests of JobRunner (widgets/shared/jobrunner.h), the background job every tab uses: rows arrive in order
+// and coalesced, progress is forwarded, Cancel reaches both the QPromise and the cancel flag, Pause stops the
+// worker at its next suspendIfRequested, an exception becomes error(), the destructor cancels and joins a
+// running job, restart() lets the latest request win (live views), and JobControls (the shared Cancel
+// button and progress bar) follows the job.
 // Run: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_jobrunner` (ctest sets the platform itself).
 #include <QElapsedTimer>
+#include <QProgressBar>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QThread>
 #include <QtTest>
@@ -14,6 +17,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "jobcontrols.h"
 #include "jobrunner.h"
 
 namespace {
@@ -40,6 +44,10 @@ private slots:
   void exceptionBecomesError();
   void startWhileRunningIsRefused();
   void destructorCancelsAndJoins();
+  void restartSupersedesTheRunningJob();
+  void restartWhenIdleStartsAtOnce();
+  void cancelDropsTheWaitingRestart();
+  void jobControlsFollowTheJob();
 };
 
 // 20,000 rows in four bursts 150 ms apart: all of them, in order, and far fewer rowsReady than rows
@@ -204,6 +212,146 @@ void TestJobRunner::destructorCancelsAndJoins() {
   QVERIFY(left->load());
   QVERIFY(sawCancel->load());
   QCoreApplication::processEvents();  // queued wake-ups of the dead runner are dropped, not delivered
+}
+
+// restart() while a job runs (a slider dragged): the running job sees the cancel; what it posted and
+// reported before the restart but the UI had not taken yet (a row -1, the range 0..1000 and the value 999:
+// the UI thread does not turn its event loop in between) never reaches the UI; of two requests made while it stops only the newer
+// runs; one finished() for the whole sequence, not counted as a user's cancel; running stays true
+// throughout (runningChanged once each way).
+void TestJobRunner::restartSupersedesTheRunningJob() {
+  JobRunner<int> job;
+  std::vector<int> got;
+  connect(&job, &JobRunnerBase::rowsReady, this, [&] {
+    for (int r : job.takeRows()) got.push_back(r);
+  });
+  QSignalSpy finished(&job, &JobRunnerBase::finished);
+  QSignalSpy running(&job, &JobRunnerBase::runningChanged);
+  QSignalSpy value(&job, &JobRunnerBase::progressValueChanged);
+  QSignalSpy range(&job, &JobRunnerBase::progressRangeChanged);
+  std::atomic<bool> reported{false}, firstSawCancel{false}, secondRan{false}, thirdRan{false};
+  job.restart([&](JobRunner<int>::Sink& sink) {
+    sink.setProgressRange(0, 1000);
+    QThread::msleep(60);  // past Qt's progress throttle (25 a second), so the 999 is really sent
+    sink.setProgressValue(999);
+    sink.post(-1);
+    reported = true;
+    QElapsedTimer t;
+    t.start();
+    while (!sink.isCanceled() && t.elapsed() < 10000) QThread::msleep(1);
+    firstSawCancel = sink.isCanceled() && sink.cancelFlag()->load();
+    QThread::msleep(100);  // still stopping: the later requests wait
+  });
+  QCOMPARE(running.count(), 1);
+  QElapsedTimer t;
+  t.start();
+  while (!reported && t.elapsed() < 10000) QThread::msleep(1);  // no event loop: the row and progress stay queued
+  QVERIFY(reported.load());
+  job.restart([&](JobRunner<int>::Sink&) { secondRan = true; });
+  job.restart([&](JobRunner<int>::Sink& sink) {
+    thirdRan = true;
+    sink.setProgressRange(0, 3);
+    for (int i = 1; i <= 3; ++i) {
+      sink.post(i);
+      sink.setProgressValue(i);
+    }
+  });
+  QVERIFY(job.isRunning());
+  QVERIFY(finished.wait(10000));
+  QVERIFY(!finished.wait(200));  // and no second one
+  QCOMPARE(finished.count(), 1);
+  QVERIFY(firstSawCancel.load());
+  QVERIFY(thirdRan.load());
+  QVERIFY(!secondRan.load());
+  QVERIFY(got == (std::vector<int>{1, 2, 3}));
+  for (const QList<QVariant>& v : value) QVERIFY2(v.at(0).toInt() != 999, "a superseded job's progress arrived");
+  QVERIFY(!range.isEmpty());
+  for (const QList<QVariant>& r : range) QVERIFY2(r.at(1).toInt() == 3, "a superseded job's progress range arrived");
+  QVERIFY(!value.isEmpty());
+  QCOMPARE(value.last().at(0).toInt(), 3);
+  QVERIFY(!job.isCancelled());
+  QVERIFY(!job.isRunning());
+  QCOMPARE(running.count(), 2);
+  QCOMPARE(running.at(0).at(0).toBool(), true);
+  QCOMPARE(running.at(1).at(0).toBool(), false);
+}
+
+void TestJobRunner::restartWhenIdleStartsAtOnce() {
+  JobRunner<int, int> job;
+  QSignalSpy finished(&job, &JobRunnerBase::finished);
+  job.restart([](JobRunner<int, int>::Sink& sink) { sink.setResult(7); });
+  QVERIFY(job.isRunning());
+  QVERIFY(finished.wait(10000));
+  QVERIFY(job.result() == std::optional<int>(7));
+}
+
+// Cancel while a superseded job is still stopping: the request waiting behind it never starts, and the
+// one finished() says cancelled.
+void TestJobRunner::cancelDropsTheWaitingRestart() {
+  JobRunner<int> job;
+  QSignalSpy finished(&job, &JobRunnerBase::finished);
+  std::atomic<bool> started{false}, release{false}, secondRan{false};
+  job.start([&](JobRunner<int>::Sink&) {
+    started = true;
+    QElapsedTimer t;
+    t.start();
+    while (!release && t.elapsed() < 10000) QThread::msleep(1);
+  });
+  QVERIFY(waitUntil([&] { return started.load(); }));
+  job.restart([&](JobRunner<int>::Sink&) { secondRan = true; });
+  job.cancel();
+  QVERIFY(job.isCancelled());
+  release = true;
+  QVERIFY(finished.wait(10000));
+  QVERIFY(!finished.wait(200));
+  QCOMPARE(finished.count(), 1);
+  QVERIFY(!secondRan.load());
+  QVERIFY(job.isCancelled());
+  QVERIFY(!job.isRunning());
+}
+
+// The shared Cancel button and bar: Cancel is enabled only while a job runs; pressing it disables it at
+// once, cancels the job (the job sees it) and says so (cancelled()); the bar follows the job's progress and,
+// with HideBarWhenIdle, shows only while the job runs. Pressing it again, or while idle, does nothing.
+void TestJobRunner::jobControlsFollowTheJob() {
+  QWidget owner;
+  JobRunner<int, bool> job;
+  auto* controls = new JobControls(&job, &owner, JobControls::HideBarWhenIdle);
+  QWidget* row = controls->row();
+  QVERIFY(row->isAncestorOf(controls->cancelButton()) && row->isAncestorOf(controls->progressBar()));
+  owner.show();
+  QPushButton* cancel = controls->cancelButton();
+  QProgressBar* bar = controls->progressBar();
+  QVERIFY(!cancel->isEnabled());
+  QVERIFY(!bar->isVisible());
+  QSignalSpy cancelled(controls, &JobControls::cancelled);
+  QSignalSpy finished(&job, &JobRunnerBase::finished);
+  std::atomic<bool> reported{false};
+  job.start([&reported](JobRunner<int, bool>::Sink& sink) {
+    sink.setProgressRange(0, 10);
+    sink.setProgressValue(4);
+    reported = true;
+    QElapsedTimer t;
+    t.start();
+    while (!sink.isCanceled() && t.elapsed() < 10000) QThread::msleep(1);
+    sink.setResult(sink.isCanceled());
+  });
+  QVERIFY(cancel->isEnabled());
+  QVERIFY(bar->isVisible());
+  QVERIFY(waitUntil([&] { return reported.load() && bar->value() == 4; }));
+  QCOMPARE(bar->maximum(), 10);
+  cancel->click();
+  QVERIFY(!cancel->isEnabled());
+  QVERIFY(job.isCancelled());
+  QCOMPARE(cancelled.count(), 1);
+  controls->cancel();  // already cancelling: nothing more
+  QCOMPARE(cancelled.count(), 1);
+  QVERIFY(finished.wait(10000));
+  QVERIFY(job.result() == std::optional<bool>(true));
+  QVERIFY(!cancel->isEnabled());
+  QVERIFY(!bar->isVisible());
+  controls->cancel();  // idle: nothing
+  QCOMPARE(cancelled.count(), 1);
 }
 
 QTEST_MAIN(TestJobRunner)

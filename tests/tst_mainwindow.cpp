@@ -28,6 +28,7 @@
 #include <qcustomplot.h>
 
 #include "conformancedialog.h"
+#include "dataloader.h"
 #include "errorpanel.h"
 #include "formatgridplot.h"
 #include "formatpicker.h"
@@ -82,6 +83,8 @@ private slots:
   void settingsCapLongTexts();
   void settingsFileNotAnObject_data();
   void settingsFileNotAnObject();
+  void loaderLatestWinsAndListsEveryFile();
+  void loaderCancel();
 
 private:
   QTemporaryDir m_dir;
@@ -907,6 +910,71 @@ void TestMainWindow::settingsFileNotAnObject() {
   QVERIFY2(!why.contains(QStringLiteral("no error occurred")), qPrintable(why));
   QVERIFY(ViewSettings::fromJsonText(R"({"tab": "Error"})", &s, &why));
   QCOMPARE(s.tab, QStringLiteral("Error"));
+}
+
+// DataLoader on JobRunner: of two tensors asked for in a row, only the second is delivered (the first, a
+// 16 M-value synthetic tensor, is superseded); busy goes up once and down once. Listings are never
+// superseded: every file asked for is listed, in order, a missing one as a failure.
+void TestMainWindow::loaderLatestWinsAndListsEveryFile() {
+  DataLoader loader;
+  QSignalSpy loaded(&loader, &DataLoader::loaded);
+  QSignalSpy failed(&loader, &DataLoader::failed);
+  QSignalSpy listed(&loader, &DataLoader::fileListed);
+  QSignalSpy busy(&loader, &DataLoader::busyChanged);
+  qs::SyntheticSpec big;
+  big.n = std::size_t(1) << 24;
+  big.cols = 4096;
+  big.seed = 5;
+  qs::SyntheticSpec small;
+  small.n = 4096;
+  small.cols = 64;
+  small.seed = 6;
+  loader.loadSynthetic(big);
+  loader.loadSynthetic(small);
+  const QString npy = m_dir.filePath(QStringLiteral("loader.npy"));
+  std::vector<float> x(8 * 4, 0.25f);
+  qs::write_npy(npy.toStdString(), qs::make_npy(qs::DType::F32, {8, 4}, x.data()));
+  const QString missing = m_dir.filePath(QStringLiteral("loader-missing.npy"));
+  loader.listFile(npy);
+  loader.listFile(missing);
+  loader.listFile(npy);
+  QVERIFY(loader.isBusy());
+  QVERIFY(loader.waitForIdle(60000));
+  QCOMPARE(loaded.count(), 1);
+  const TensorData d = loaded.first().at(0).value<TensorData>();
+  QCOMPARE(d.name, QString::fromStdString(qs::describe(small)));
+  QCOMPARE(d.size(), std::size_t(4096));
+  QCOMPARE(listed.count(), 2);
+  QCOMPARE(listed.at(0).at(0).toString(), npy);
+  QCOMPARE(listed.at(1).at(0).toString(), npy);
+  QCOMPARE(failed.count(), 1);
+  QVERIFY2(failed.first().at(0).toString().contains(QStringLiteral("loader-missing.npy")), qPrintable(failed.first().at(0).toString()));
+  QCOMPARE(busy.count(), 2);
+  QCOMPARE(busy.at(0).at(0).toBool(), true);
+  QCOMPARE(busy.at(1).at(0).toBool(), false);
+}
+
+// Cancel (the status bar's button) stops a tensor being made: nothing is delivered and the loader is idle.
+void TestMainWindow::loaderCancel() {
+  DataLoader loader;
+  QSignalSpy loaded(&loader, &DataLoader::loaded);
+  QSignalSpy failed(&loader, &DataLoader::failed);
+  qs::SyntheticSpec big;
+  big.n = std::size_t(1) << 26;
+  big.cols = 4096;
+  loader.loadSynthetic(big);
+  QVERIFY(loader.isBusy());
+  loader.cancel();
+  QVERIFY(loader.waitForIdle(30000));
+  QCOMPARE(loaded.count(), 0);
+  QCOMPARE(failed.count(), 0);
+  // Usable afterwards.
+  qs::SyntheticSpec small;
+  small.n = 1024;
+  small.cols = 32;
+  loader.loadSynthetic(small);
+  QVERIFY(loader.waitForIdle(30000));
+  QCOMPARE(loaded.count(), 1);
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -320,12 +320,17 @@ void TestSqnrHeatmap::cancelStops() {
   for (int t = 0; t < map.tensorNames().size(); ++t) computed += map.cell(t, 0).computed;
   QVERIFY2(computed < 64, qPrintable(QString::number(computed)));
   QVERIFY(map.statusText().contains(QStringLiteral("cancelled")));
-  // A new request while one runs replaces it.
+  // A new request while one runs replaces it (JobRunner::restart): the replaced analysis reports nothing
+  // more, the new one finishes, not cancelled, with every cell of its own file.
   map.analyzeFile(path, {qs::parse_scheme("e4m3fn/tensor")});
   map.analyzeFile(m_model, {qs::parse_scheme("e4m3fn/tensor")});
   QVERIFY(map.waitForFinished(60000));
   QCOMPARE(map.filePath(), m_model);
   QCOMPARE(map.tensorNames().size(), 4);
+  QCOMPARE(finished.count(), 2);
+  QCOMPARE(finished.last().at(0).toString(), m_model);
+  QCOMPARE(finished.last().at(1).toBool(), false);
+  for (int t = 0; t < 4; ++t) QVERIFY(map.cell(t, 0).computed);
 }
 
 void TestSqnrHeatmap::exports() {

@@ -1,7 +1,7 @@
 # widgets_layering: the include rule of widgets/ (docs/DESIGN.md, "Layers"). shell/ may include any folder;
 # a tab folder (formats, error, model, training, latency, observers, blockscales, conventions) only itself
 # and shared/; shared/ only itself. Widgets include from widgets/ ("shared/plotexport.h") or their own folder
-# ("errorworker.h"), so the folder of every include is in the #include line; a bare name that is not a file
+# ("errorhistogramplot.h"), so the folder of every include is in the #include line; a bare name that is not a file
 # of the includer's own folder (nor a core or Qt header) is reported too, since it would hide the folder.
 # Run: cmake -DWIDGETS=widgets -P tests/widgets_layering.cmake (ctest: widgets_layering).
 cmake_minimum_required(VERSION 3.20)

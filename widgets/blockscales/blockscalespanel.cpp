@@ -3,6 +3,7 @@
 
 #include "shared/elidedlabel.h"
 #include "shared/errortext.h"
+#include "shared/jobcontrols.h"
 #include "shared/plotexport.h"
 #include "shared/plotstyle.h"
 #include "shared/palette.h"
@@ -168,8 +169,6 @@ BlockScalesPanel::Result BlockScalesPanel::run(const TensorData& t, Family f, co
 
 BlockScalesPanel::BlockScalesPanel(QWidget* parent) : QWidget(parent) {
   buildUi();
-  connect(&m_job, &JobRunnerBase::progressRangeChanged, m_progress, &QProgressBar::setRange);
-  connect(&m_job, &JobRunnerBase::progressValueChanged, m_progress, &QProgressBar::setValue);
   connect(&m_job, &JobRunnerBase::finished, this, &BlockScalesPanel::onFinished);
   setStatus(QStringLiteral("The scale rules of one block-scheme family, side by side on the current tensor."));
 }
@@ -190,14 +189,11 @@ void BlockScalesPanel::buildUi() {
   m_blockBox->setCurrentIndex(1);
   m_computeButton = new QPushButton(QStringLiteral("Compute"));
   m_computeButton->setObjectName(QStringLiteral("blockCompute"));
-  m_cancelButton = new QPushButton(QStringLiteral("Cancel"));
-  m_cancelButton->setObjectName(QStringLiteral("blockCancel"));
-  m_cancelButton->setEnabled(false);
   m_exportButton = new QPushButton(QStringLiteral("Export…"));
   m_exportButton->setObjectName(QStringLiteral("blockScalesExport"));
-  m_progress = new QProgressBar;
-  m_progress->setMaximumWidth(160);
-  m_progress->setVisible(false);
+  m_controls = new JobControls(&m_job, this, JobControls::HideBarWhenIdle);
+  m_controls->cancelButton()->setObjectName(QStringLiteral("blockCancel"));
+  m_controls->progressBar()->setMaximumWidth(160);
   m_status = new ElidedLabel;
   m_status->setObjectName(QStringLiteral("blockStatus"));
   m_status->setWordWrap(true);
@@ -297,8 +293,8 @@ void BlockScalesPanel::buildUi() {
   bar->addWidget(m_blockBox);
   bar->addWidget(m_computeButton);
   bar->addStretch(1);
-  bar->addWidget(m_progress);
-  bar->addWidget(m_cancelButton);
+  bar->addWidget(m_controls->progressBar());
+  bar->addWidget(m_controls->cancelButton());
   bar->addWidget(m_exportButton);
   auto* mapBar = new QHBoxLayout;
   mapBar->addWidget(new QLabel(QStringLiteral("Map:")));
@@ -356,7 +352,6 @@ void BlockScalesPanel::buildUi() {
     plotexport::installContextMenu(p, p->objectName(), [this] { return csv(); }, QStringLiteral("Block-scale rules"));
 
   connect(m_computeButton, &QPushButton::clicked, this, &BlockScalesPanel::compute);
-  connect(m_cancelButton, &QPushButton::clicked, this, &BlockScalesPanel::cancel);
   connect(m_familyBox, &QComboBox::currentIndexChanged, this, [this](int i) {
     // NVFP4 is E2M1 in blocks of 16 by definition; other choices stay open for comparison.
     if (i == int(Family::Nvfp4)) {
@@ -415,24 +410,17 @@ QString BlockScalesPanel::element() const { return m_elementBox->currentText(); 
 int BlockScalesPanel::blockSize() const { return m_blockBox->currentData().toInt(); }
 
 void BlockScalesPanel::compute() {
-  if (isBusy()) {
-    // The running computation stops (within one block row); this one starts when it has.
-    m_job.cancel();
-    m_pending = true;
-    return;
-  }
-  m_pending = false;
   m_stale = false;
   const TensorData t = m_tensor;
   const Family f = Family(m_familyBox->currentIndex());
   const QString element = m_elementBox->currentText();
   const int block = m_blockBox->currentData().toInt();
-  emit busyChanged(true);
-  m_cancelButton->setEnabled(true);
-  m_progress->setRange(0, 0);
-  m_progress->setVisible(true);
+  if (!isBusy()) emit busyChanged(true);
+  m_controls->progressBar()->setRange(0, 0);
   setStatus(QStringLiteral("Computing %1 rules on %2 …").arg(f == Family::Mx ? 4 : 2).arg(t.name.isEmpty() ? QStringLiteral("no tensor") : elide::middle(t.name, 80)));
-  m_job.start([t, f, element, block](JobRunner<std::monostate, Result>::Sink& sink) {
+  // A computation in flight stops (within one block row) and this one starts when it has; its result and
+  // its finished() are dropped (JobRunner::restart).
+  m_job.restart([t, f, element, block](JobRunner<std::monostate, Result>::Sink& sink) {
     sink.setResult(run(t, f, element, block, *sink.cancelFlag(), [&sink](int done, int total) {
       sink.setProgressRange(0, total);
       sink.setProgressValue(done);
@@ -440,7 +428,7 @@ void BlockScalesPanel::compute() {
   });
 }
 
-void BlockScalesPanel::cancel() { m_job.cancel(); }
+void BlockScalesPanel::cancel() { m_controls->cancel(); }
 
 bool BlockScalesPanel::waitForIdle(int ms) {
   if (!isBusy()) return true;
@@ -459,16 +447,10 @@ bool BlockScalesPanel::waitForIdle(int ms) {
 void BlockScalesPanel::onFinished() {
   std::optional<Result> got = m_job.takeResult();
   Result r = got ? std::move(*got) : Result{};
-  if (!got) {  // the job threw, or was cancelled before its worker started (a superseded request)
+  if (!got) {  // the job threw, or was cancelled before its worker started
     r.error = m_job.error();
     r.cancelled = r.error.isEmpty();
   }
-  if (m_pending) {  // superseded: the new request runs now, the old result is dropped
-    compute();
-    return;
-  }
-  m_cancelButton->setEnabled(false);
-  m_progress->setVisible(false);
   if (!r.error.isEmpty()) {
     setStatus(r.error, true);
   } else if (r.cancelled) {

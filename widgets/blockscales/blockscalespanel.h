@@ -24,7 +24,7 @@
 class QComboBox;
 class QCustomPlot;
 class QCPColorMap;
-class QProgressBar;
+class JobControls;
 class QPushButton;
 class QTableWidget;
 class ElidedLabel;
@@ -112,8 +112,7 @@ private:
 
   TensorData m_tensor;
   bool m_stale = true;
-  bool m_pending = false;  // compute() was asked while busy: runs again when the old one has stopped
-  JobRunner<std::monostate, Result> m_job;  // run() on a worker: progress and Cancel, no rows
+  JobRunner<std::monostate, Result> m_job;  // run() on a worker (latest wins): progress and Cancel, no rows
   std::unique_ptr<Result> m_result;
   int m_mapRule = 0, m_mapQuantity = 0;
 
@@ -123,9 +122,8 @@ private:
   QComboBox* m_mapRuleBox = nullptr;
   QComboBox* m_mapQuantityBox = nullptr;
   QPushButton* m_computeButton = nullptr;
-  QPushButton* m_cancelButton = nullptr;
   QPushButton* m_exportButton = nullptr;
-  QProgressBar* m_progress = nullptr;
+  JobControls* m_controls = nullptr;  // progress and Cancel (shared/jobcontrols.h)
   ElidedLabel* m_status = nullptr;
   QTableWidget* m_table = nullptr;
   QTableWidget* m_inspector = nullptr;

@@ -1,5 +1,5 @@
-// ErrorPanel: controls, the two plots and the table around ErrorWorker, with a per-scheme result cache
-// and the report export. Exercise: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_errorpanel`.
+// ErrorPanel: controls, the two plots and the table around the tab's JobRunner (computeViews on a worker,
+// restarted by every new request), with a per-scheme result cache and the report export. Exercise: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_errorpanel`.
 #include "errorpanel.h"
 
 #include <qcustomplot.h>
@@ -9,6 +9,7 @@
 #include "shared/elidedlabel.h"
 #include "errormetricstable.h"
 #include "shared/errortext.h"
+#include "shared/jobcontrols.h"
 #include "shared/plotexport.h"
 #include "shared/plotstyle.h"
 #include "shared/palette.h"
@@ -25,7 +26,6 @@
 #include <QLabel>
 #include <QMenu>
 #include <QMessageBox>
-#include <QProgressBar>
 #include <QPushButton>
 #include <QSplitter>
 #include <QTemporaryDir>
@@ -34,6 +34,49 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <exception>
+
+namespace {
+
+// The worker's side: one qs::ErrorView per scheme, posted as it is done. The engine's progress hook
+// carries the runner's cancel (a superseding request, Cancel, or the panel closing) between chunks, and
+// the request's progress in per mille of all its schemes.
+template <class Row, class Sink>
+void computeViews(const TensorData& tensor, const std::vector<qs::Scheme>& schemes, const qs::ErrorViewOptions& options,
+                  std::vector<float>& scratch, Sink& sink) {
+  sink.setProgressRange(0, 1000);
+  const double perScheme = schemes.empty() ? 0.0 : 1000.0 / double(schemes.size());
+  int lastPermille = -1;
+  const std::vector<float>* values = tensor.values.get();
+  static const float none = 0.0f;
+  std::vector<int64_t> shape = tensor.shape;
+  std::size_t numel = 1;
+  for (int64_t d : shape) numel *= std::size_t(std::max<int64_t>(d, 0));
+  if (!values || values->empty()) shape = {0};
+  else if (shape.empty() || numel != values->size()) shape = {int64_t(values->size())};  // flat: never read past the end
+  for (std::size_t i = 0; i < schemes.size(); ++i) {
+    auto progress = [&](std::size_t done, std::size_t total) {
+      if (sink.isCanceled()) return false;
+      const int permille = int(perScheme * (double(i) + (total ? double(done) / double(total) : 1.0)));
+      if (permille != lastPermille) {  // QPromise throttles what reaches the UI to 25 updates a second
+        lastPermille = permille;
+        sink.setProgressValue(permille);
+      }
+      return true;
+    };
+    try {
+      qs::ErrorView view = qs::compute_error_view(schemes[i], values && !values->empty() ? values->data() : &none, shape,
+                                                  options, progress, &scratch);
+      if (view.cancelled) return;
+      sink.post(Row{int(i), std::make_shared<const qs::ErrorView>(std::move(view)), {}});
+    } catch (const std::exception& e) {
+      sink.post(Row{int(i), nullptr, QString::fromUtf8(e.what())});
+    }
+  }
+  sink.setProgressValue(1000);
+}
+
+}  // namespace
 
 ErrorPanel::ErrorPanel(QWidget* parent) : QWidget(parent) {
   m_options.value_bins = 512;
@@ -42,15 +85,13 @@ ErrorPanel::ErrorPanel(QWidget* parent) : QWidget(parent) {
   m_refreshTimer.setSingleShot(true);
   m_refreshTimer.setInterval(40);
   connect(&m_refreshTimer, &QTimer::timeout, this, &ErrorPanel::refresh);
-  connect(&m_worker, &ErrorWorker::viewReady, this, &ErrorPanel::onViewReady);
-  connect(&m_worker, &ErrorWorker::failed, this, &ErrorPanel::onFailed);
-  connect(&m_worker, &ErrorWorker::progressed, this, &ErrorPanel::onProgress);
-  connect(&m_worker, &ErrorWorker::finished, this, &ErrorPanel::onFinished);
-  connect(&m_worker, &ErrorWorker::cancelled, this, &ErrorPanel::onCancelled);
+  connect(&m_job, &JobRunnerBase::rowsReady, this, &ErrorPanel::onRows);
+  connect(&m_job, &JobRunnerBase::progressValueChanged, this, [this](int permille) { emit progressChanged(permille, 1000); });
+  connect(&m_job, &JobRunnerBase::finished, this, &ErrorPanel::onJobFinished);
   refresh();
 }
 
-ErrorPanel::~ErrorPanel() { m_worker.disconnect(this); }  // ~ErrorWorker aborts and joins
+ErrorPanel::~ErrorPanel() { m_job.cancelAndWait(); }
 
 void ErrorPanel::buildUi() {
   m_modeBox = new QComboBox;
@@ -70,15 +111,15 @@ void ErrorPanel::buildUi() {
   for (int b : {128, 256, 512, 1024, 2048}) m_binsBox->addItem(QStringLiteral("%1 bins").arg(b), b);
   m_binsBox->setCurrentIndex(2);
 
-  m_progress = new QProgressBar;
-  m_progress->setObjectName(QStringLiteral("errorProgress"));
-  m_progress->setRange(0, 1000);
-  m_progress->setTextVisible(false);
-  m_progress->setMaximumWidth(160);
-  m_progress->setVisible(false);
-  m_cancelButton = new QPushButton(QStringLiteral("Cancel"));
-  m_cancelButton->setObjectName(QStringLiteral("cancelButton"));
-  m_cancelButton->setEnabled(false);
+  // Busy is the panel's request (a request that needs nothing computed is not busy), so the controls
+  // follow setBusy rather than the runner.
+  m_controls = new JobControls(&m_job, this, JobControls::HideBarWhenIdle);
+  m_controls->setFollowsJob(false);
+  m_controls->progressBar()->setObjectName(QStringLiteral("errorProgress"));
+  m_controls->progressBar()->setRange(0, 1000);
+  m_controls->progressBar()->setTextVisible(false);
+  m_controls->progressBar()->setMaximumWidth(160);
+  m_controls->cancelButton()->setObjectName(QStringLiteral("cancelButton"));
   m_recomputeButton = new QPushButton(QStringLiteral("Recompute"));
   m_recomputeButton->setObjectName(QStringLiteral("recomputeButton"));
   m_recomputeButton->setToolTip(QStringLiteral("Compute the schemes that Cancel left out"));
@@ -144,9 +185,9 @@ void ErrorPanel::buildUi() {
   bar->addWidget(m_gridBox);
   bar->addWidget(m_binsBox);
   bar->addStretch(1);
-  bar->addWidget(m_progress);
+  bar->addWidget(m_controls->progressBar());
   bar->addWidget(m_recomputeButton);
-  bar->addWidget(m_cancelButton);
+  bar->addWidget(m_controls->cancelButton());
   bar->addWidget(m_exportButton);
 
   m_codesPlot = new QCustomPlot;
@@ -198,7 +239,6 @@ void ErrorPanel::buildUi() {
   connect(m_gridBox, &QComboBox::currentIndexChanged, this,
           [this](int i) { setGridGroup(i == 1 ? qs::GridGroup::Median : qs::GridGroup::Largest); });
   connect(m_binsBox, &QComboBox::currentIndexChanged, this, [this](int i) { setValueBins(m_binsBox->itemData(i).toInt()); });
-  connect(m_cancelButton, &QPushButton::clicked, this, &ErrorPanel::cancel);
   connect(m_recomputeButton, &QPushButton::clicked, this, &ErrorPanel::recompute);
 }
 
@@ -326,11 +366,15 @@ void ErrorPanel::recompute() {
   m_pendingKeys = keys;
   m_cancelled = false;
   m_recomputeButton->setVisible(false);
-  // Always a new generation: whatever is in flight is superseded (an empty request just stops it).
-  m_generation = m_worker.request(m_tensor, missing, m_options);
+  // Whatever is in flight is superseded (an empty request just stops it; with nothing in flight it needs
+  // no job at all).
+  if (!missing.empty() || m_job.isRunning())
+    m_job.restart([tensor = m_tensor, missing, options = m_options, scratch = m_scratch](JobRunner<Row>::Sink& sink) {
+      computeViews<Row>(tensor, missing, options, *scratch, sink);
+    });
   m_clock.start();
   setBusy(!missing.empty());
-  m_progress->setValue(0);
+  m_controls->progressBar()->setValue(0);
   if (missing.empty()) {  // all cached: show it now, so waitForIdle() + export see this list
     m_refreshTimer.stop();
     refresh();
@@ -340,14 +384,13 @@ void ErrorPanel::recompute() {
 }
 
 void ErrorPanel::cancel() {
-  if (m_busy) m_worker.cancel();
+  if (m_busy) m_controls->cancel();
 }
 
 void ErrorPanel::exportInteractive() { m_exportButton->menu()->exec(QCursor::pos()); }
 
 void ErrorPanel::setBusy(bool busy) {
-  m_progress->setVisible(busy);
-  m_cancelButton->setEnabled(busy);
+  m_controls->setActive(busy);
   if (busy == m_busy) return;
   m_busy = busy;
   emit busyChanged(busy);
@@ -373,28 +416,36 @@ bool ErrorPanel::waitForIdle(int ms) {
   return !m_busy;
 }
 
-void ErrorPanel::onViewReady(int generation, int index, const qs::ErrorView& view) {
-  if (generation != m_generation || index < 0 || index >= m_pendingKeys.size()) return;
-  m_cache.insert(m_pendingKeys[index], std::make_shared<const qs::ErrorView>(view));
-  scheduleRefresh();
+// JobRunner hands over only the rows of the request in flight (a superseded job's are dropped), already
+// coalesced (~40 ms), so they are drawn at once.
+void ErrorPanel::onRows() {
+  const std::vector<Row> rows = m_job.takeRows();
+  if (rows.empty()) return;
+  for (const Row& r : rows) {
+    if (r.index < 0 || r.index >= m_pendingKeys.size()) continue;
+    const QString& key = m_pendingKeys[r.index];
+    if (r.view) {
+      m_cache.insert(key, r.view);
+    } else {
+      m_errors.insert(key, r.error);
+      emit message(QStringLiteral("Error tab: %1: %2").arg(key.section(u'|', 0, 0), r.error));
+    }
+  }
+  // At the next turn of the event loop: when these are the job's last rows, finished() follows at once and
+  // draws them (one replot, not two).
+  if (!m_refreshTimer.isActive() || m_refreshTimer.remainingTime() > 0) m_refreshTimer.start(0);
 }
 
-void ErrorPanel::onFailed(int generation, int index, const QString& text) {
-  if (generation != m_generation || index < 0 || index >= m_pendingKeys.size()) return;
-  const QString key = m_pendingKeys[index];
-  m_errors.insert(key, text);
-  emit message(QStringLiteral("Error tab: %1: %2").arg(key.section(u'|', 0, 0), text));
-  scheduleRefresh();
+void ErrorPanel::onJobFinished() {
+  if (const QString e = m_job.error(); !e.isEmpty()) emit message(QStringLiteral("Error tab: %1").arg(e));
+  // A Cancel that came after the last scheme was done cancelled nothing.
+  bool missing = false;
+  for (const QString& key : std::as_const(m_pendingKeys)) missing = missing || (!m_cache.contains(key) && !m_errors.contains(key));
+  if (m_job.isCancelled() && missing) onCancelled();
+  else onFinished();
 }
 
-void ErrorPanel::onProgress(int generation, int permille) {
-  if (generation != m_generation) return;
-  m_progress->setValue(permille);
-  emit progressChanged(permille, 1000);
-}
-
-void ErrorPanel::onFinished(int generation) {
-  if (generation != m_generation) return;
+void ErrorPanel::onFinished() {
   m_refreshTimer.stop();
   if (!m_pendingKeys.isEmpty())
     emit message(QStringLiteral("Error tab: %1 scheme%2 on %3 (%4 values) in %5 ms")
@@ -407,8 +458,7 @@ void ErrorPanel::onFinished(int generation) {
   setBusy(false);
 }
 
-void ErrorPanel::onCancelled(int generation) {
-  if (generation != m_generation) return;
+void ErrorPanel::onCancelled() {
   m_refreshTimer.stop();
   m_pendingKeys.clear();
   m_cancelled = true;
@@ -419,7 +469,7 @@ void ErrorPanel::onCancelled(int generation) {
 }
 
 void ErrorPanel::scheduleRefresh() {
-  if (!m_refreshTimer.isActive()) m_refreshTimer.start();
+  if (!m_refreshTimer.isActive()) m_refreshTimer.start(40);
 }
 
 std::shared_ptr<const qs::ErrorView> ErrorPanel::view(int index) const {

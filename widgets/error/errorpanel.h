@@ -1,7 +1,8 @@
 // ErrorPanel: the Error tab. For the selected tensor and every scheme: the value histogram with each
 // format's grid under it, the round-trip error histogram (absolute or relative; rounding and clipping
-// apart) and a sortable metrics table. Results come from a restartable worker (ErrorWorker) and are
-// cached per scheme, so editing the scheme list recomputes only what is new and never blocks the UI.
+// apart) and a sortable metrics table. Results come from the tab's JobRunner in its latest-wins mode
+// (restart(): a new request supersedes the one in flight mid-scheme) and are cached per scheme, so editing
+// the scheme list recomputes only what is new and never blocks the UI.
 // Exercise: the Error tab of `quantscope`, `QT_QPA_PLATFORM=offscreen ./build/tests/tst_errorpanel`.
 //
 //   panel->setTensor(data);                       // TensorData from the setup dock
@@ -20,16 +21,16 @@
 #include <vector>
 
 #include "errorhistogramplot.h"
-#include "errorworker.h"
 #include "quant/error_view.h"
+#include "shared/jobrunner.h"
 #include "shared/tensordata.h"
 #include "shared/reportsection.h"
 
 class ErrorMetricsTable;
+class JobControls;
 class QCheckBox;
 class QComboBox;
 class ElidedLabel;
-class QProgressBar;
 class QPushButton;
 class QTableWidget;
 class QToolButton;
@@ -48,7 +49,7 @@ public:
   using ErrorMode = ErrorHistogramPlot::Mode;
 
   explicit ErrorPanel(QWidget* parent = nullptr);
-  ~ErrorPanel() override;  // stops the worker and joins it
+  ~ErrorPanel() override;  // cancels the computation and waits for the worker to leave it
 
   void setTensor(const TensorData& tensor);
   const TensorData& tensor() const { return m_tensor; }
@@ -108,28 +109,34 @@ private:
   void setBusy(bool busy);
   void scheduleRefresh();
   void refresh();
-  void onViewReady(int generation, int index, const qs::ErrorView& view);
-  void onFailed(int generation, int index, const QString& message);
-  void onProgress(int generation, int permille);
-  void onFinished(int generation);
-  void onCancelled(int generation);
+  void onRows();
+  void onJobFinished();
+  void onFinished();
+  void onCancelled();
   void clearCache();
   QString keyOf(const qs::Scheme& s) const;
   QString labelOf(const qs::Scheme& s) const;
   QString tensorLabel() const;
 
-  ErrorWorker m_worker;
+  // What the worker streams: the view of the request's scheme `index`, or why it failed (e.g. a channel
+  // axis out of range). Shared, so a large view is not copied on its way to the cache.
+  struct Row {
+    int index = 0;
+    std::shared_ptr<const qs::ErrorView> view;
+    QString error;
+  };
+  JobRunner<Row> m_job;
+  std::shared_ptr<std::vector<float>> m_scratch = std::make_shared<std::vector<float>>();  // one job at a time uses it
   TensorData m_tensor;
   std::vector<qs::Scheme> m_schemes;
   qs::ErrorViewOptions m_options;
   QHash<QString, std::shared_ptr<const qs::ErrorView>> m_cache;
   QHash<QString, QString> m_errors;
   QStringList m_pendingKeys;  // the keys of the request in flight, by its index
-  int m_generation = 0;
   bool m_busy = false;
   bool m_cancelled = false;  // the last computation was cancelled: missing views are not pending
   QElapsedTimer m_clock;
-  QTimer m_refreshTimer;  // ~40 ms: results arriving close together become one replot
+  QTimer m_refreshTimer;  // ~40 ms: requests made close together (a slider dragged) become one replot
 
   ValueHistogramPlot* m_valuePlot = nullptr;
   ErrorHistogramPlot* m_errorPlot = nullptr;
@@ -140,8 +147,7 @@ private:
   QComboBox* m_gridBox = nullptr;
   QComboBox* m_binsBox = nullptr;
   QCheckBox* m_logBox = nullptr;
-  QProgressBar* m_progress = nullptr;
-  QPushButton* m_cancelButton = nullptr;
+  JobControls* m_controls = nullptr;  // progress and Cancel (shared/jobcontrols.h)
   QPushButton* m_recomputeButton = nullptr;  // shown after Cancel while schemes are missing
   QToolButton* m_exportButton = nullptr;
   ElidedLabel* m_status = nullptr;

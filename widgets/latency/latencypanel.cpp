@@ -7,6 +7,7 @@
 #include "shared/theme.h"
 
 #include "shared/elidedlabel.h"
+#include "shared/jobcontrols.h"
 #include "shared/plotstyle.h"
 
 #include "shared/plotexport.h"
@@ -83,8 +84,6 @@ bool alwaysOn(const QString& k) {
 LatencyPanel::LatencyPanel(QWidget* parent) : QWidget(parent) {
   buildUi();
   connect(&m_job, &JobRunnerBase::rowsReady, this, &LatencyPanel::flushRows);
-  connect(&m_job, &JobRunnerBase::progressRangeChanged, m_progress, &QProgressBar::setRange);
-  connect(&m_job, &JobRunnerBase::progressValueChanged, m_progress, &QProgressBar::setValue);
   connect(&m_job, &JobRunnerBase::finished, this, &LatencyPanel::onFinished);
   resetPlots({}, threads());
 }
@@ -191,10 +190,11 @@ void LatencyPanel::buildUi() {
 
   m_runButton = new QPushButton(QStringLiteral("Run"));
   m_runButton->setObjectName(QStringLiteral("runButton"));
-  m_cancelButton = new QPushButton(QStringLiteral("Cancel"));
-  m_cancelButton->setObjectName(QStringLiteral("cancelButton"));
-  m_cancelButton->setEnabled(false);
-  m_progress = new QProgressBar;
+  m_controls = new JobControls(&m_job, this);  // the bar stays: it shows how far the last sweep got
+  connect(m_controls, &JobControls::cancelled, this,
+          [this] { showStatus(QStringLiteral("Cancelling after the kernel being timed…")); });
+  m_controls->cancelButton()->setObjectName(QStringLiteral("cancelButton"));
+  m_progress = m_controls->progressBar();
   m_progress->setObjectName(QStringLiteral("sweepProgress"));
   m_progress->setRange(0, 1);
   m_progress->setValue(0);
@@ -219,7 +219,7 @@ void LatencyPanel::buildUi() {
   form->addRow(QStringLiteral("Threads:"), m_threadsSpin);
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(m_runButton);
-  buttons->addWidget(m_cancelButton);
+  buttons->addWidget(m_controls->cancelButton());
   buttons->addWidget(m_exportButton);
 
   auto* controls = new QVBoxLayout;
@@ -256,7 +256,6 @@ void LatencyPanel::buildUi() {
   layout->addLayout(plots, 1);
 
   connect(m_runButton, &QPushButton::clicked, this, &LatencyPanel::run);
-  connect(m_cancelButton, &QPushButton::clicked, this, &LatencyPanel::cancel);
 }
 
 QCustomPlot* LatencyPanel::makePlot(const QString& title, const QString& yLabel) {
@@ -420,9 +419,7 @@ bool LatencyPanel::runSweep(const QList<int>& sizeList, const QStringList& kerne
 
 void LatencyPanel::cancel() {
   if (!isRunning() || m_job.isCancelled()) return;
-  m_job.cancel();
-  m_cancelButton->setEnabled(false);
-  showStatus(QStringLiteral("Cancelling after the kernel being timed…"));
+  m_controls->cancel();  // the status line follows (JobControls::cancelled)
 }
 
 void LatencyPanel::resetPlots(const QStringList& kernels, int threadCount) {
@@ -522,7 +519,6 @@ void LatencyPanel::onFinished() {  // the last rows are plotted already (JobRunn
 
 void LatencyPanel::setControlsRunning(bool running) {
   m_runButton->setEnabled(!running);
-  m_cancelButton->setEnabled(running);
   m_kernelList->setEnabled(!running);
   m_backendCombo->setEnabled(!running);
   m_sizesEdit->setEnabled(!running);

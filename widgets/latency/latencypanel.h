@@ -23,6 +23,7 @@ class QComboBox;
 class ElidedLabel;
 class QLineEdit;
 class QListWidget;
+class JobControls;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
@@ -107,7 +108,7 @@ private:
   QLineEdit* m_sizesEdit = nullptr;
   QSpinBox* m_threadsSpin = nullptr;
   QPushButton* m_runButton = nullptr;
-  QPushButton* m_cancelButton = nullptr;
+  JobControls* m_controls = nullptr;  // Cancel and the progress bar (shared/jobcontrols.h)
   QToolButton* m_exportButton = nullptr;
   QProgressBar* m_progress = nullptr;
   ElidedLabel* m_status = nullptr;

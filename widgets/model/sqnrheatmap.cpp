@@ -9,6 +9,7 @@
 #include "shared/plotstyle.h"
 
 #include "shared/errortext.h"
+#include "shared/jobcontrols.h"
 #include "shared/plotexport.h"
 
 #include <QComboBox>
@@ -85,11 +86,7 @@ QByteArray csvField(const QString& s) { return QByteArray::fromStdString(qs::csv
 SqnrHeatmap::SqnrHeatmap(QWidget* parent) : QWidget(parent) {
   buildUi();
   connect(&m_job, &JobRunnerBase::rowsReady, this, &SqnrHeatmap::flush);
-  connect(&m_job, &JobRunnerBase::progressRangeChanged, m_progress, &QProgressBar::setRange);
-  connect(&m_job, &JobRunnerBase::progressValueChanged, this, [this](int v) {
-    m_progress->setValue(v);
-    emit progressChanged(v, m_progress->maximum());
-  });
+  connect(&m_job, &JobRunnerBase::progressValueChanged, this, [this](int v) { emit progressChanged(v, m_progress->maximum()); });
   connect(&m_job, &JobRunnerBase::finished, this, &SqnrHeatmap::onFinished);
   rebuildAxes();
 }
@@ -129,15 +126,15 @@ void SqnrHeatmap::buildUi() {
     a->setSubTicks(false);
   }
 
-  m_progress = new QProgressBar;
+  m_controls = new JobControls(&m_job, this);  // the bar stays: it shows how far the last analysis got
+  connect(m_controls, &JobControls::cancelled, this, [this] { setStatus(QStringLiteral("Cancelling after the tensor in progress…")); });
+  m_controls->cancelButton()->setObjectName(QStringLiteral("cancelButton"));
+  m_progress = m_controls->progressBar();
   m_progress->setObjectName(QStringLiteral("heatmapProgress"));
   m_progress->setRange(0, 1);
   m_progress->setFormat(QStringLiteral("%v / %m tensors"));
   m_progress->setMinimumWidth(170);
   m_progress->setMaximumWidth(220);
-  m_cancelButton = new QPushButton(QStringLiteral("Cancel"));
-  m_cancelButton->setObjectName(QStringLiteral("cancelButton"));
-  m_cancelButton->setEnabled(false);
   QMenu* menu = nullptr;
   m_exportButton = plotexport::makeExportButton(&menu);
   const auto csvWriter = [this] { return csv(); };
@@ -203,7 +200,7 @@ void SqnrHeatmap::buildUi() {
   bar->addWidget(m_analyseButton);
   bar->addWidget(m_status, 1);
   bar->addWidget(m_progress);
-  bar->addWidget(m_cancelButton);
+  bar->addWidget(m_controls->cancelButton());
   bar->addWidget(m_exportButton);
   auto* staleRow = new QHBoxLayout;
   staleRow->addWidget(m_staleLabel, 1);
@@ -239,7 +236,6 @@ void SqnrHeatmap::buildUi() {
   connect(m_loSpin, &QDoubleSpinBox::valueChanged, this, rangeChanged);
   connect(m_hiSpin, &QDoubleSpinBox::valueChanged, this, rangeChanged);
 
-  connect(m_cancelButton, &QPushButton::clicked, this, &SqnrHeatmap::cancel);
   connect(m_plot, &QCustomPlot::mouseMove, this, &SqnrHeatmap::showTip);
   connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) { m_pressPos = e->pos(); });
   connect(m_plot, &QCustomPlot::mouseRelease, this, [this](QMouseEvent* e) {
@@ -336,16 +332,7 @@ const SqnrHeatmap::Cell& SqnrHeatmap::cell(int tensor, int scheme) const {
   return m_cells[std::size_t(tensor * ns + scheme)];
 }
 
-void SqnrHeatmap::analyzeFile(const QString& path, const std::vector<qs::Scheme>& schemes) {
-  if (isRunning()) {  // the new request waits for the old one to stop (at most one tensor's work)
-    m_pendingPath = path;
-    m_pendingSchemes = schemes;
-    m_hasPending = true;
-    cancel();
-    return;
-  }
-  start(path, schemes);
-}
+void SqnrHeatmap::analyzeFile(const QString& path, const std::vector<qs::Scheme>& schemes) { start(path, schemes); }
 
 void SqnrHeatmap::start(const QString& path, const std::vector<qs::Scheme>& schemes) {
   m_path = path;
@@ -364,11 +351,12 @@ void SqnrHeatmap::start(const QString& path, const std::vector<qs::Scheme>& sche
   rebuildAxes();
   m_progress->setRange(0, 1);
   m_progress->setValue(0);
-  m_cancelButton->setEnabled(true);
   setStatus(QStringLiteral("Analysing %1 …").arg(QFileInfo(path).fileName()));
 
   const int threads = std::max(1, QThread::idealThreadCount() - 1);
-  m_job.start([path, schemes, threads](JobRunner<Update>::Sink& sink) {
+  // An analysis in flight stops after the tensor in progress and this one starts when it has; the old one's
+  // late cells and its finished() are dropped (JobRunner::restart), so nothing below mixes the two.
+  m_job.restart([path, schemes, threads](JobRunner<Update>::Sink& sink) {
     {
       const auto file = qs::open_tensor_file(path.toStdString());
       const auto& ts = file->tensors();
@@ -432,22 +420,20 @@ void SqnrHeatmap::start(const QString& path, const std::vector<qs::Scheme>& sche
 
 void SqnrHeatmap::cancel() {
   if (!isRunning() || m_job.isCancelled()) return;
-  m_job.cancel();
-  m_cancelButton->setEnabled(false);
-  setStatus(QStringLiteral("Cancelling after the tensor in progress…"));
+  m_controls->cancel();  // the status line follows (JobControls::cancelled)
 }
 
 bool SqnrHeatmap::waitForFinished(int ms) {
-  if (!isRunning() && !m_hasPending) return true;
+  if (!isRunning()) return true;
   QEventLoop loop;
   QTimer timeout;
   timeout.setSingleShot(true);
-  connect(this, &SqnrHeatmap::analysisFinished, &loop, [&] { if (!m_hasPending) loop.quit(); });
-  connect(this, &SqnrHeatmap::failed, &loop, [&] { if (!m_hasPending) loop.quit(); });
+  connect(this, &SqnrHeatmap::analysisFinished, &loop, &QEventLoop::quit);
+  connect(this, &SqnrHeatmap::failed, &loop, &QEventLoop::quit);
   connect(&timeout, &QTimer::timeout, &loop, &QEventLoop::quit);
   if (ms >= 0) timeout.start(ms);
   loop.exec();
-  return !isRunning() && !m_hasPending;
+  return !isRunning();
 }
 
 void SqnrHeatmap::flush() {
@@ -478,7 +464,6 @@ void SqnrHeatmap::flush() {
 }
 
 void SqnrHeatmap::onFinished() {  // the last cells are drawn already (JobRunner's final rowsReady)
-  m_cancelButton->setEnabled(false);
   const QString error = m_job.error();
   std::size_t done = 0;
   for (const Cell& c : m_cells) done += c.computed;
@@ -506,10 +491,6 @@ void SqnrHeatmap::onFinished() {  // the last cells are drawn already (JobRunner
                                 .arg(skipped));
     if (m_orderBy == Order::WorstSqnr) setOrder(m_orderBy);  // rows settle once every SQNR is known
     emit analysisFinished(m_path, m_job.isCancelled());
-  }
-  if (m_hasPending) {
-    m_hasPending = false;
-    start(m_pendingPath, m_pendingSchemes);
   }
 }
 

@@ -24,6 +24,7 @@ class QCPColorMap;
 class QCPColorScale;
 class QCustomPlot;
 class ElidedLabel;
+class JobControls;
 class QProgressBar;
 class QPushButton;
 class QToolButton;
@@ -49,7 +50,8 @@ public:
   ~SqnrHeatmap() override;  // cancels a running analysis and waits for the tensor in progress
 
   // Starts the analysis of `path` (any reader: .npy, .npz, .safetensors, .onnx). A running analysis is
-  // cancelled first; the new one starts as soon as it has stopped.
+  // cancelled first; the new one starts as soon as it has stopped, and the replaced one reports nothing
+  // more (no analysisFinished).
   void analyzeFile(const QString& path, const std::vector<qs::Scheme>& schemes);
   bool isRunning() const { return m_job.isRunning(); }
   bool waitForFinished(int ms);  // runs the event loop; false on timeout
@@ -144,7 +146,7 @@ private:
   QCPColorMap* m_map = nullptr;
   QCPColorScale* m_scale = nullptr;
   QProgressBar* m_progress = nullptr;
-  QPushButton* m_cancelButton = nullptr;
+  JobControls* m_controls = nullptr;  // Cancel and m_progress (shared/jobcontrols.h)
   QToolButton* m_exportButton = nullptr;
   ElidedLabel* m_status = nullptr;
   ElidedLabel* m_staleLabel = nullptr;
@@ -170,8 +172,5 @@ private:
   QString m_skippedText;
   bool m_stale = false;
   std::vector<Cell> m_cells;  // tensors x schemes, row-major by tensor
-  QString m_pendingPath;
-  std::vector<qs::Scheme> m_pendingSchemes;
-  bool m_hasPending = false;
   QPoint m_pressPos;
 };

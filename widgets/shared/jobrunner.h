@@ -5,10 +5,17 @@
 // reaches the worker through the QPromise and through an atomic flag the engine's loops check, Pause
 // suspends the promise, and an exception that ends the job becomes error(). The UI thread never waits
 // for the job, except in cancelAndWait() when the owner is destroyed.
-// Used by the Latency tab (GEMM rows), the Model tab (heatmap cells), the Training tab (steps), and with
-// one Result and no rows by the Block scales (progress, Cancel), Conventions and Observers (a batch) tabs
-// and by Help -> Conformance (progress, Cancel).
-// Exercise: tests/tst_latencypanel.cpp, tst_sqnrheatmap.cpp, tst_trainingpanel.cpp (cancel, pause, rows).
+// Live views (a tab that recomputes while the user edits: the Error tab, the data loader) use restart():
+// the latest request wins. The running job is cancelled as superseded (its later rows, progress and its
+// finished() are dropped; isCancelled() stays false) and the new job starts the moment the old one has
+// returned; requests made meanwhile replace one another, so only the newest runs. This is STYLE.md's
+// restartable worker (item 9) on the same runner: one background-job mechanism for every tab.
+// Used by the Latency tab (GEMM rows), the Model tab (heatmap cells), the Training tab (steps), the Error
+// tab (one ErrorView per scheme, restart()), and with one Result and no rows by the Block scales
+// (progress, Cancel), Conventions and Observers (a batch) tabs, Help -> Conformance (progress, Cancel)
+// and the shell's DataLoader (restart() for tensors). JobControls (jobcontrols.h) is its progress bar and
+// Cancel button.
+// Exercise: tests/tst_jobrunner.cpp; tst_latencypanel, tst_sqnrheatmap, tst_trainingpanel, tst_errorpanel.
 //
 //   JobRunner<Row> m_job;                          // a member of the panel
 //   connect(&m_job, &JobRunnerBase::rowsReady, this, [this] { for (Row& r : m_job.takeRows()) ...; });
@@ -44,13 +51,15 @@ public:
   explicit JobRunnerBase(QObject* parent = nullptr);
   ~JobRunnerBase() override;
 
+  // A job runs, or a superseded one is still returning with its successor waiting (restart()).
   bool isRunning() const { return m_running; }
   // cancel() was called for the job in progress (or the last one); cleared by the next start.
   bool isCancelled() const { return m_cancelled; }
   bool isPaused() const { return m_running && (m_watcher.isSuspending() || m_watcher.isSuspended()); }
   // Pause: the job stops at its next suspendIfRequested(); a cancel also wakes it.
   void setPaused(bool paused);
-  // Asks the job to stop at its next check; rowsReady() and finished() follow as usual.
+  // Asks the job to stop at its next check; rowsReady() and finished() follow as usual. A job waiting
+  // behind a superseded one (restart()) is dropped and never starts.
   void cancel();
   // For destructors: drops the signals, cancels and blocks until the worker has returned.
   void cancelAndWait();
@@ -62,6 +71,9 @@ signals:
   void progressValueChanged(int value);
   void rowsReady();  // coalesced; the derived class's takeRows() has them
   void finished();   // the job has returned; isRunning() is already false, the last rows were delivered
+  // isRunning() changed: true when a job starts, false just before finished(). A restart() that replaces
+  // a running job does not toggle it.
+  void runningChanged(bool running);
 
 protected:
   struct StateBase {
@@ -69,9 +81,12 @@ protected:
     QString error;
     std::atomic<bool> notified{false};  // a rowsReady is on its way: later rows need no new wake-up
     std::atomic<bool> cancel{false};    // for engine loops that take a cancel flag (Trainer::run)
+    bool dropped = false;               // superseded by restart(): rows are discarded (under mutex)
   };
   void launch(std::shared_ptr<StateBase> state, QFuture<void> future);
   void wake(StateBase& state);  // worker thread: a row was posted
+  // restart() of a running job: stop it as superseded; `next` starts its successor once it has returned.
+  void supersede(std::function<void()> next);
 
   std::shared_ptr<StateBase> m_state;
 
@@ -80,8 +95,11 @@ private:
 
   QFutureWatcher<void> m_watcher;
   QTimer m_coalesce;
+  std::function<void()> m_next;  // restart(): the newest request, waiting for the superseded job to return
   bool m_running = false;
   bool m_cancelled = false;
+  bool m_superseded = false;  // the job in flight was replaced: its progress and finished() are dropped
+  bool m_relaunching = false;  // starting a superseded job's successor: runningChanged stays quiet
 };
 
 // Row: what the worker streams to the UI; Result: what it hands back once at the end (setResult).
@@ -99,6 +117,7 @@ public:
     void post(Row row) {
       {
         QMutexLocker lock(&m_state->mutex);
+        if (m_state->dropped) return;  // superseded: nobody reads it
         m_state->pending.push_back(std::move(row));
       }
       m_runner->wake(*m_state);
@@ -142,12 +161,22 @@ public:
     return true;
   }
 
+  // Latest wins (live views): runs `job` now when idle; otherwise the running job is cancelled as
+  // superseded and `job` runs as soon as it has returned, unless a newer restart() replaces it first.
+  void restart(Job job) {
+    if (!isRunning()) {
+      start(std::move(job));
+      return;
+    }
+    supersede([this, job = std::move(job)]() mutable { start(std::move(job)); });
+  }
+
   // The rows posted since the last call, in order (UI thread).
   std::vector<Row> takeRows() {
     std::vector<Row> rows;
     if (State* s = state()) {
       QMutexLocker lock(&s->mutex);
-      rows.swap(s->pending);
+      if (!s->dropped) rows.swap(s->pending);
       s->notified.store(false);
     }
     return rows;

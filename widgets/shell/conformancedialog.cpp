@@ -1,6 +1,8 @@
 // ConformanceDialog: the conformance suite in the app, see conformancedialog.h.
 #include "conformancedialog.h"
 
+#include "shared/jobcontrols.h"
+
 #include "shared/plotexport.h"
 #include "shared/theme.h"
 
@@ -40,16 +42,16 @@ ConformanceDialog::ConformanceDialog(QWidget* parent) : QDialog(parent) {
   m_details->setObjectName(QStringLiteral("conformanceDetails"));
   m_details->setReadOnly(true);
   m_details->setPlaceholderText(QStringLiteral("Failures, with the format, the code and the input, appear here."));
-  m_progress = new QProgressBar;
+  m_controls = new JobControls(&m_job, this);
+  m_progress = m_controls->progressBar();
   m_progress->setFormat(QStringLiteral("%v / %m families"));
   m_runButton = new QPushButton(QStringLiteral("Run again"));
-  m_cancelButton = new QPushButton(QStringLiteral("Cancel"));
   m_exportButton = new QPushButton(QStringLiteral("Export report…"));
   m_exportButton->setObjectName(QStringLiteral("conformanceExport"));
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(m_progress, 1);
   buttons->addWidget(m_runButton);
-  buttons->addWidget(m_cancelButton);
+  buttons->addWidget(m_controls->cancelButton());
   buttons->addWidget(m_exportButton);
   auto* close = new QDialogButtonBox(QDialogButtonBox::Close);
   auto* layout = new QVBoxLayout(this);
@@ -60,7 +62,6 @@ ConformanceDialog::ConformanceDialog(QWidget* parent) : QDialog(parent) {
   layout->addWidget(close);
   connect(close, &QDialogButtonBox::rejected, this, &QDialog::close);
   connect(m_runButton, &QPushButton::clicked, this, [this] { run(); });
-  connect(m_cancelButton, &QPushButton::clicked, this, &ConformanceDialog::cancel);
   connect(m_exportButton, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export the conformance report"),
                                                       QDir::home().filePath(QStringLiteral("conformance.md")),
@@ -68,11 +69,8 @@ ConformanceDialog::ConformanceDialog(QWidget* parent) : QDialog(parent) {
     QString why;
     if (!path.isEmpty() && !exportTo(path, &why)) QMessageBox::warning(this, QStringLiteral("Export failed"), why);
   });
-  connect(&m_job, &JobRunnerBase::progressRangeChanged, m_progress, &QProgressBar::setRange);
-  connect(&m_job, &JobRunnerBase::progressValueChanged, m_progress, &QProgressBar::setValue);
   connect(&m_job, &JobRunnerBase::finished, this, &ConformanceDialog::onFinished);
   m_exportButton->setEnabled(false);
-  m_cancelButton->setEnabled(false);
 }
 
 ConformanceDialog::~ConformanceDialog() { m_job.cancelAndWait(); }
@@ -80,7 +78,6 @@ ConformanceDialog::~ConformanceDialog() { m_job.cancelAndWait(); }
 void ConformanceDialog::run(const qs::EncodeFn& encode) {
   if (isRunning()) return;
   m_runButton->setEnabled(false);
-  m_cancelButton->setEnabled(true);
   m_exportButton->setEnabled(false);
   m_progress->setRange(0, 6);
   m_progress->setValue(0);
@@ -99,7 +96,7 @@ void ConformanceDialog::run(const qs::EncodeFn& encode) {
   });
 }
 
-void ConformanceDialog::cancel() { m_job.cancel(); }
+void ConformanceDialog::cancel() { m_controls->cancel(); }
 
 bool ConformanceDialog::waitForFinished(int ms) {
   if (!isRunning()) return true;
@@ -121,7 +118,6 @@ void ConformanceDialog::onFinished() {
     m_report.cancelled = true;
   }
   m_runButton->setEnabled(true);
-  m_cancelButton->setEnabled(false);
   m_exportButton->setEnabled(!m_report.cancelled);
   m_table->setRowCount(int(m_report.families.size()));
   QStringList details;

@@ -9,6 +9,7 @@
 #include "format/conformance.h"
 #include "shared/jobrunner.h"
 
+class JobControls;
 class QLabel;
 class QPlainTextEdit;
 class QProgressBar;
@@ -46,6 +47,6 @@ private:
   QPlainTextEdit* m_details = nullptr;
   QProgressBar* m_progress = nullptr;
   QPushButton* m_runButton = nullptr;
-  QPushButton* m_cancelButton = nullptr;
+  JobControls* m_controls = nullptr;  // Cancel and m_progress (shared/jobcontrols.h)
   QPushButton* m_exportButton = nullptr;
 };

@@ -1,5 +1,5 @@
-// DataLoader: synthetic generation and tensor reading in QtConcurrent jobs; results return by value
-// through queued signals, and only the newest request's result is delivered.
+// DataLoader: synthetic generation and tensor reading on a latest-wins JobRunner, file listings on a
+// second one; results cross to the UI thread through the runners.
 #include "dataloader.h"
 
 #include "io/prequant.h"
@@ -7,78 +7,82 @@
 #include <QCoreApplication>
 #include <QDeadlineTimer>
 #include <QFileInfo>
-#include <QPointer>
 #include <QThread>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <stdexcept>
 
 DataLoader::DataLoader(QObject* parent) : QObject(parent) {
   qRegisterMetaType<TensorData>();
   qRegisterMetaType<std::vector<qs::TensorInfo>>();
+  connect(&m_load, &JobRunnerBase::finished, this, [this] {
+    // A superseded request never gets here (JobRunner drops it); a cancelled one delivers nothing.
+    if (const QString e = m_load.error(); !e.isEmpty()) emit failed(e);
+    else if (!m_load.isCancelled())
+      if (std::optional<TensorData> d = m_load.takeResult()) emit loaded(*d);
+    updateBusy();
+  });
+  connect(&m_list, &JobRunnerBase::rowsReady, this, [this] {
+    for (Listing& l : m_list.takeRows()) {
+      if (l.error.isEmpty()) emit fileListed(l.path, l.kind, l.tensors);
+      else emit failed(l.error);
+    }
+  });
+  connect(&m_list, &JobRunnerBase::finished, this, [this] {
+    if (const QString e = m_list.error(); !e.isEmpty()) emit failed(e);
+    if (!m_listQueue.isEmpty()) startListing();
+    updateBusy();
+  });
 }
 
 DataLoader::~DataLoader() {
-  ++*m_generation;  // nothing more is delivered
-  while (m_jobs->load() > 0) QThread::msleep(5);  // the workers touch no member after posting
+  m_load.cancelAndWait();
+  m_list.cancelAndWait();
 }
 
 bool DataLoader::waitForIdle(int ms) {
   QDeadlineTimer deadline(ms);
-  while (m_running.load() > 0 && !deadline.hasExpired()) {
+  while (m_busy && !deadline.hasExpired()) {
     QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
     QThread::msleep(2);
   }
   QCoreApplication::processEvents();
-  return m_running.load() == 0;
+  return !m_busy;
 }
 
-template <class Job>
-void DataLoader::start(Job job, bool supersede) {
-  // A superseding request (a tensor) makes older ones stale; a listing is always delivered.
-  const int generation = supersede ? ++*m_generation : -1;
-  if (m_running.fetch_add(1) == 0) emit busyChanged(true);
-  QPointer<DataLoader> self(this);
-  auto gen = m_generation;
-  auto jobs = m_jobs;
-  ++*jobs;
-  (void)QtConcurrent::run([self, gen, jobs, generation, job = std::move(job), this]() mutable {
-    // The job returns a function to run on the UI thread (emitting the result), or throws.
-    std::function<void()> deliver;
-    try {
-      deliver = job();
-    } catch (const std::exception& e) {
-      const QString message = QString::fromUtf8(e.what());
-      deliver = [this, message] { emit failed(message); };
-    } catch (...) {
-      deliver = [this] { emit failed(QStringLiteral("unexpected error while loading")); };
-    }
-    QMetaObject::invokeMethod(
-        qApp,
-        [self, gen, generation, deliver = std::move(deliver)] {
-          if (!self) return;
-          if (generation < 0 || gen->load() == generation) deliver();
-          if (self->m_running.fetch_sub(1) == 1) emit self->busyChanged(false);
-        },
-        Qt::QueuedConnection);
-    --*jobs;
-  });
+void DataLoader::cancel() {
+  m_listQueue.clear();
+  m_load.cancel();
+  m_list.cancel();
+}
+
+void DataLoader::updateBusy() {
+  const bool busy = m_load.isRunning() || m_list.isRunning() || !m_listQueue.isEmpty();
+  if (busy == m_busy) return;
+  m_busy = busy;
+  emit busyChanged(busy);
 }
 
 void DataLoader::loadSynthetic(const qs::SyntheticSpec& spec) {
-  start([this, spec]() -> std::function<void()> {
-    auto values = std::make_shared<std::vector<float>>(qs::make_synthetic(spec, 2));
+  m_load.restart([spec](JobRunner<std::monostate, TensorData>::Sink& sink) {
+    sink.setProgressRange(0, 1000);
+    auto values = std::make_shared<std::vector<float>>(qs::make_synthetic(spec, 2, [&sink](std::size_t done, std::size_t total) {
+      if (total) sink.setProgressValue(int(1000.0 * double(done) / double(total)));
+      return !sink.isCanceled();
+    }));
+    if (sink.isCanceled()) return;  // superseded or cancelled: the vector is empty
     TensorData d;
     d.source = QStringLiteral("synthetic");
     d.name = QString::fromStdString(qs::describe(spec));
     d.shape = {int64_t(spec.n / spec.cols), int64_t(spec.cols)};
     d.values = std::move(values);
-    return [this, d] { emit loaded(d); };
+    sink.setResult(std::move(d));
   });
+  updateBusy();
 }
 
 void DataLoader::loadTensor(const QString& path, const QString& tensor) {
-  start([this, path, tensor]() -> std::function<void()> {
+  m_load.restart([path, tensor](JobRunner<std::monostate, TensorData>::Sink& sink) {
+    sink.setProgressRange(0, 0);  // one read: busy, no steps
     const std::unique_ptr<qs::TensorFile> file = qs::open_tensor_file(path.toStdString());
     const auto& list = file->tensors();
     for (std::size_t i = 0; i < list.size(); ++i) {
@@ -113,22 +117,46 @@ void DataLoader::loadTensor(const QString& path, const QString& tensor) {
             d.storedCodeCounts = counts;
           }
         }
-      return [this, d] { emit loaded(d); };
+      sink.setResult(std::move(d));
+      return;
     }
     throw qs::IoError(path.toStdString() + ": no tensor named '" + tensor.toStdString() + "'");
   });
+  updateBusy();
 }
 
 void DataLoader::listFile(const QString& path) {
-  start(
-      [this, path]() -> std::function<void()> {
+  m_listQueue << path;
+  if (!m_list.isRunning()) startListing();
+  updateBusy();
+}
+
+// Lists the queued files one after another, each delivered as it is done; a file that cannot be listed
+// is a row with its one-line reason.
+void DataLoader::startListing() {
+  const QStringList paths = m_listQueue;
+  m_listQueue.clear();
+  m_list.start([paths](JobRunner<Listing>::Sink& sink) {
+    sink.setProgressRange(0, int(paths.size()));
+    int done = 0;
+    for (const QString& path : paths) {
+      if (sink.isCanceled()) return;
+      Listing l;
+      l.path = path;
+      try {
         if (!QFileInfo(path).isFile())
           throw qs::IoError(path.toStdString() + (QFileInfo::exists(path) ? ": is not a regular file (a folder, device, FIFO or socket)"
                                                                           : ": no such file"));
         const std::unique_ptr<qs::TensorFile> file = qs::open_tensor_file(path.toStdString());
-        const QString kind = QString::fromStdString(file->kind());
-        std::vector<qs::TensorInfo> tensors = file->tensors();
-        return [this, path, kind, tensors] { emit fileListed(path, kind, tensors); };
-      },
-      false);
+        l.kind = QString::fromStdString(file->kind());
+        l.tensors = file->tensors();
+      } catch (const std::exception& e) {
+        l.error = QString::fromUtf8(e.what());
+      } catch (...) {
+        l.error = QStringLiteral("unexpected error while loading");
+      }
+      sink.post(std::move(l));
+      sink.setProgressValue(++done);
+    }
+  });
 }

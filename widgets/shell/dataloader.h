@@ -1,17 +1,20 @@
 // DataLoader: makes the tensor the explorer looks at, off the UI thread — a synthetic distribution, or
-// one tensor read from a file (converted to float32) — and lists the tensors of a file. The latest
-// request wins: results of superseded requests are dropped. Exercise: tests/tst_mainwindow.cpp.
+// one tensor read from a file (converted to float32) — and lists the tensors of a file. Both run on
+// JobRunners (shared/jobrunner.h): tensors in its latest-wins mode (a new request supersedes the one in
+// flight: a synthetic tensor stops between chunks, a file read is dropped when it returns), listings one
+// file after another, each delivered. Exercise: tests/tst_mainwindow.cpp.
 #pragma once
 
 #include <QObject>
 #include <QString>
+#include <QStringList>
 
-#include <atomic>
-#include <memory>
+#include <variant>
 #include <vector>
 
 #include "io/tensor_file.h"
 #include "quant/synthetic.h"
+#include "shared/jobrunner.h"
 #include "shared/tensordata.h"
 
 class DataLoader : public QObject {
@@ -19,13 +22,15 @@ class DataLoader : public QObject {
 
 public:
   explicit DataLoader(QObject* parent = nullptr);
-  ~DataLoader() override;  // waits for running jobs
+  ~DataLoader() override;  // cancels and waits for running jobs
 
   void loadSynthetic(const qs::SyntheticSpec& spec);
   void loadTensor(const QString& path, const QString& tensor);
   // Opens `path` and lists its tensors (fileListed), or says why it cannot (failed).
   void listFile(const QString& path);
-  bool isBusy() const { return m_running.load() > 0; }
+  bool isBusy() const { return m_busy; }
+  // Stops the tensor in flight (nothing is delivered for it) and the listings not yet done.
+  void cancel();
   // For scripts and tests: spins the event loop until no job runs (false on timeout).
   bool waitForIdle(int ms);
 
@@ -39,11 +44,15 @@ signals:
   void busyChanged(bool busy);
 
 private:
-  // Runs job() (returning the UI-thread delivery, or throwing) on a worker thread.
-  template <class Job>
-  void start(Job job, bool supersede = true);
+  struct Listing {
+    QString path, kind, error;
+    std::vector<qs::TensorInfo> tensors;
+  };
+  void startListing();
+  void updateBusy();
 
-  std::shared_ptr<std::atomic<int>> m_generation = std::make_shared<std::atomic<int>>(0);
-  std::atomic<int> m_running{0};  // requests not yet delivered (UI thread)
-  std::shared_ptr<std::atomic<int>> m_jobs = std::make_shared<std::atomic<int>>(0);  // worker functions still running
+  JobRunner<std::monostate, TensorData> m_load;
+  JobRunner<Listing> m_list;
+  QStringList m_listQueue;  // files asked for while a listing ran
+  bool m_busy = false;
 };

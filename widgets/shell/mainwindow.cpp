@@ -397,7 +397,11 @@ void MainWindow::buildStatusBar() {
   m_cancel = new QPushButton(QStringLiteral("Cancel"));
   m_cancel->setObjectName(QStringLiteral("busyCancel"));
   m_cancel->hide();
-  connect(m_cancel, &QPushButton::clicked, m_error, &ErrorPanel::cancel);
+  // Stops what the bar shows: the tensor being made or read, and the Error tab's computation.
+  connect(m_cancel, &QPushButton::clicked, this, [this] {
+    m_loader->cancel();
+    m_error->cancel();
+  });
   connect(m_error, &ErrorPanel::busyChanged, this, [this](bool) { setBusy(m_loader->isBusy()); });
   connect(m_error, &ErrorPanel::progressChanged, this, [this](int done, int total) {
     m_progress->setRange(0, std::max(total, 1));
@@ -424,7 +428,7 @@ void MainWindow::buildStatusBar() {
 void MainWindow::setBusy(bool) {
   const bool busy = m_loader->isBusy() || m_error->isBusy();
   m_progress->setVisible(busy);
-  m_cancel->setVisible(m_error->isBusy());
+  m_cancel->setVisible(busy);
   if (!m_error->isBusy()) m_progress->setRange(0, 0);
 }
 
