@@ -15,6 +15,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QMenu>
+#include <QToolButton>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSplitter>
@@ -189,7 +190,7 @@ void BlockScalesPanel::buildUi() {
   m_blockBox->setCurrentIndex(1);
   m_computeButton = new QPushButton(QStringLiteral("Compute"));
   m_computeButton->setObjectName(QStringLiteral("blockCompute"));
-  m_exportButton = new QPushButton(QStringLiteral("Export…"));
+  m_exportButton = plotexport::makeExportButton(&m_exportMenu);
   m_exportButton->setObjectName(QStringLiteral("blockScalesExport"));
   m_controls = new JobControls(&m_job, this, JobControls::HideBarWhenIdle);
   m_controls->cancelButton()->setObjectName(QStringLiteral("blockCancel"));
@@ -336,7 +337,7 @@ void BlockScalesPanel::buildUi() {
   layout->addWidget(m_table);
   layout->addWidget(plots, 1);
 
-  auto* menu = new QMenu(m_exportButton);
+  QMenu* menu = m_exportMenu;
   menu->addAction(QStringLiteral("Rules as CSV…"), this, [this] {
     plotexport::exportInteractive(this, m_sweep, QStringLiteral("block-rules"), [this] { return csv(); },
                                   QStringLiteral("Block-scale rules"), true);
@@ -347,7 +348,6 @@ void BlockScalesPanel::buildUi() {
                       plotexport::exportInteractive(this, p, p->objectName(), [this] { return csv(); },
                                                     QStringLiteral("Block-scale rules"));
                     });
-  m_exportButton->setMenu(menu);
   for (QCustomPlot* p : {m_sweep, m_exponents, m_mapPlot})
     plotexport::installContextMenu(p, p->objectName(), [this] { return csv(); }, QStringLiteral("Block-scale rules"));
 

@@ -25,7 +25,9 @@ class QComboBox;
 class QCustomPlot;
 class QCPColorMap;
 class JobControls;
+class QMenu;
 class QPushButton;
+class QToolButton;
 class QTableWidget;
 class ElidedLabel;
 
@@ -122,7 +124,8 @@ private:
   QComboBox* m_mapRuleBox = nullptr;
   QComboBox* m_mapQuantityBox = nullptr;
   QPushButton* m_computeButton = nullptr;
-  QPushButton* m_exportButton = nullptr;
+  QToolButton* m_exportButton = nullptr;
+  QMenu* m_exportMenu = nullptr;  // the Export… button's entries
   JobControls* m_controls = nullptr;  // progress and Cancel (shared/jobcontrols.h)
   ElidedLabel* m_status = nullptr;
   QTableWidget* m_table = nullptr;

@@ -157,8 +157,8 @@ void ErrorPanel::buildUi() {
                                   errorTitle);
   });
   menu->addAction(QStringLiteral("Metrics as CSV…"), this, [this] {
-    QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export metrics"),
-                                                QDir::home().filePath(QStringLiteral("metrics.csv")), QStringLiteral("CSV (*.csv)"));
+    const QString path = plotexport::askSavePath(this, QStringLiteral("Export metrics"), QStringLiteral("metrics"),
+                                                 {QStringLiteral("csv")});
     if (path.isEmpty()) return;
     QString error;
     if (!plotexport::writeFileAtomic(path, m_table->csv(), &error)) QMessageBox::warning(this, QStringLiteral("Export failed"), error);

@@ -20,6 +20,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
+#include <QToolButton>
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
@@ -134,7 +135,8 @@ void ObserversPanel::buildUi() {
   m_stepButton = new QPushButton(QStringLiteral("Step"));
   m_stepButton->setObjectName(QStringLiteral("observerStep"));
   m_stepButton->setToolTip(QStringLiteral("One batch (pauses)"));
-  m_exportButton = new QPushButton(QStringLiteral("Export…"));
+  QMenu* menu = nullptr;
+  m_exportButton = plotexport::makeExportButton(&menu);
   m_exportButton->setObjectName(QStringLiteral("observerExport"));
   m_progress = new QProgressBar;
   m_progress->setFormat(QStringLiteral("batch %v / %m"));
@@ -238,7 +240,6 @@ void ObserversPanel::buildUi() {
   layout->addWidget(side);
   layout->addLayout(plots, 1);
 
-  auto* menu = new QMenu(m_exportButton);
   for (int i = 0; i < kPlotCount; ++i) {
     const Plot which = Plot(i);
     menu->addAction(title(which) + QStringLiteral("…"), this, [this, which] {
@@ -249,7 +250,6 @@ void ObserversPanel::buildUi() {
     plotexport::exportInteractive(this, plot(Plot::Scale), QStringLiteral("observers"), [this] { return csv(); },
                                   title(Plot::Scale), true);
   });
-  m_exportButton->setMenu(menu);
 
   connect(m_startButton, &QPushButton::clicked, this, [this] {
     QString why;

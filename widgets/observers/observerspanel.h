@@ -27,6 +27,7 @@ class QDoubleSpinBox;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
+class QToolButton;
 class QSpinBox;
 class ElidedLabel;
 class FormatPicker;
@@ -143,7 +144,7 @@ private:
   QPushButton* m_startButton = nullptr;
   QPushButton* m_pauseButton = nullptr;
   QPushButton* m_stepButton = nullptr;
-  QPushButton* m_exportButton = nullptr;
+  QToolButton* m_exportButton = nullptr;
   QProgressBar* m_progress = nullptr;
   ElidedLabel* m_status = nullptr;
   QCustomPlot* m_plots[kPlotCount] = {};
