@@ -351,7 +351,7 @@ void q5_k_pack(const uint8_t* L, uint8_t* y) {  // d, dmin, scales[12], qh[32], 
 void kquant_rows(BlockType t, const float* x, std::size_t nblocks, uint8_t* dst, SimdLevel level) {
   const KquantParams& k = t == BlockType::Q4_K ? kQ4K : kQ5K;
   const std::size_t bytes = block_info(t).block_bytes;
-  constexpr int kMaxBlocks = 2;  // the widest kernel's super-blocks per call
+  constexpr int kMaxBlocks = 4;  // the widest kernel's super-blocks per call
   float scales[8 * kMaxBlocks], mins[8 * kMaxBlocks];
   uint8_t L[QKK * kMaxBlocks];
   std::size_t i = 0;
@@ -359,11 +359,12 @@ void kquant_rows(BlockType t, const float* x, std::size_t nblocks, uint8_t* dst,
     std::size_t nb = 1;
     const float* xb = x + i * QKK;
 #if defined(QS_HAVE_X86_SIMD)
-    if (level == SimdLevel::Avx512 && i + 2 <= nblocks) {
-      detail::kquant_subblocks_avx512(xb, k.nmax, k.rmin, k.nstep, scales, mins, L);
-      nb = 2;
-    } else if (level >= SimdLevel::Avx2) {
-      detail::kquant_subblocks_avx2(xb, k.nmax, k.rmin, k.nstep, scales, mins, L);
+    if (level == SimdLevel::Avx512) {
+      nb = std::min<std::size_t>(nblocks - i, detail::kKquantBlocksAvx512);
+      detail::kquant_subblocks_avx512(xb, int(nb), k.nmax, k.rmin, k.nstep, scales, mins, L);
+    } else if (level == SimdLevel::Avx2) {
+      nb = std::min<std::size_t>(nblocks - i, detail::kKquantBlocksAvx2);
+      detail::kquant_subblocks_avx2(xb, int(nb), k.nmax, k.rmin, k.nstep, scales, mins, L);
     } else
 #endif
     {
@@ -471,8 +472,8 @@ void kquant_subblocks_ref(const float* x, int nmax, float rmin, int nstep, float
 const std::vector<KquantKernel>& kquant_kernels() {
   static const std::vector<KquantKernel> k = {
 #if defined(QS_HAVE_X86_SIMD)
-      {SimdLevel::Avx2, kKquantLanesAvx2, kquant_subblocks_avx2},
-      {SimdLevel::Avx512, kKquantLanesAvx512, kquant_subblocks_avx512},
+      {SimdLevel::Avx2, kKquantBlocksAvx2, kquant_subblocks_avx2},
+      {SimdLevel::Avx512, kKquantBlocksAvx512, kquant_subblocks_avx512},
 #endif
   };
   return k;

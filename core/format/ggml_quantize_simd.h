@@ -12,20 +12,22 @@
 
 namespace qs::ggml::detail {
 
-// kLanes sub-blocks of 32 consecutive floats at x (kLanes / 8 super-blocks): sub-block j's scale, its min as
-// make_qkx2_quants returns it (negated) and its 32 codes L[32 * j + i], for nmax 15 / rmin -1 / 20 steps
+// nblocks (1 .. kKquantBlocks*) super-blocks at x, each 8 sub-blocks of 32 consecutive floats: sub-block j's
+// scale, its min as make_qkx2_quants returns it (negated) and its 32 codes L[32 * j + i], for nmax 15 / rmin -1 / 20 steps
 // (Q4_K) or 31 / -0.5 / 15 (Q5_K), rdelta 0.1, squared error.
 // The scalar reference (ggml_quantize.cpp): one super-block, its 8 sub-blocks one after the other.
 void kquant_subblocks_ref(const float* x, int nmax, float rmin, int nstep, float* scales, float* mins, uint8_t* L);
-constexpr int kKquantLanesAvx2 = 8, kKquantLanesAvx512 = 16;
-void kquant_subblocks_avx2(const float* x, int nmax, float rmin, int nstep, float* scales, float* mins, uint8_t* L);
-void kquant_subblocks_avx512(const float* x, int nmax, float rmin, int nstep, float* scales, float* mins, uint8_t* L);
+constexpr int kKquantBlocksAvx2 = 2, kKquantBlocksAvx512 = 4;
+void kquant_subblocks_avx2(const float* x, int nblocks, int nmax, float rmin, int nstep, float* scales, float* mins,
+                           uint8_t* L);
+void kquant_subblocks_avx512(const float* x, int nblocks, int nmax, float rmin, int nstep, float* scales, float* mins,
+                             uint8_t* L);
 
-// The compiled kernels, for the tests: each with its level and lanes (sub-blocks per call).
+// The compiled kernels, for the tests: each with its level and width.
 struct KquantKernel {
   SimdLevel level;
-  int lanes;
-  void (*run)(const float*, int, float, int, float*, float*, uint8_t*);
+  int blocks;  // super-blocks per call, at most
+  void (*run)(const float*, int, int, float, int, float*, float*, uint8_t*);
 };
 const std::vector<KquantKernel>& kquant_kernels();
 

@@ -327,7 +327,7 @@ TEST(GgmlSchemes, ErrorViewAgreesWithMetrics) {
 // tests/oracle) on random rows and on sub-blocks built to hit each branch of make_qkx2_quants: zeros, a
 // constant (max == min), one outlier, denormals, huge values (sums overflow to inf), one-signed, ties of the
 // candidate scales, and non-finite values (ggml leaves them undefined; the levels must still agree). Odd
-// block counts exercise the AVX-512 kernel's single-block tail.
+// block counts exercise the kernels' padded calls (fewer super-blocks than their width).
 TEST(GgmlBlocks, KquantLevelsMatchReference) {
   Rng r = Rng::from_tag("kquant-levels");
   const int kinds = 14;
@@ -363,16 +363,16 @@ TEST(GgmlBlocks, KquantLevelsMatchReference) {
       if (std::find(qs::available_simd_levels().begin(), qs::available_simd_levels().end(), k.level) ==
           qs::available_simd_levels().end())
         continue;
-      const std::size_t per = std::size_t(k.lanes / 8);
+      const std::size_t per = std::min(blocks, std::size_t(k.blocks));  // 1 .. kernel width: padded calls too
       for (const auto& p : {std::tuple{15, -1.f, 20}, std::tuple{31, -0.5f, 15}}) {
         const auto [nmax, rmin, nstep] = p;
         for (std::size_t b = 0; b + per <= blocks; ++b) {
-          float rs[16], rm[16], gs[16], gm[16];
-          uint8_t rl[512], gl[512];
+          float rs[32], rm[32], gs[32], gm[32];
+          uint8_t rl[1024], gl[1024];
           for (std::size_t q = 0; q < per; ++q)
             qs::ggml::detail::kquant_subblocks_ref(x.data() + 256 * (b + q), nmax, rmin, nstep, rs + 8 * q, rm + 8 * q,
                                                    rl + 256 * q);
-          k.run(x.data() + 256 * b, nmax, rmin, nstep, gs, gm, gl);
+          k.run(x.data() + 256 * b, int(per), nmax, rmin, nstep, gs, gm, gl);
           for (std::size_t j = 0; j < 8 * per; ++j) {
             ASSERT_EQ(bits(gs[j]), bits(rs[j])) << qs::to_string(k.level) << " trial " << trial << " sub-block " << j;
             ASSERT_EQ(bits(gm[j]), bits(rm[j])) << qs::to_string(k.level) << " trial " << trial << " sub-block " << j;
