@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "format/ggml_quantize.h"
@@ -195,8 +196,8 @@ std::vector<double> search_candidates(const Scheme& s) {
   return c;
 }
 
-float search_block_scale(const Scheme& s, const std::vector<double>& candidates, const float* x, std::size_t n,
-                         float tensor_scale) {
+float search_block_scale_exhaustive(const Scheme& s, const std::vector<double>& candidates, const float* x,
+                                    std::size_t n, float tensor_scale) {
   double amax = 0, sum_x2 = 0;
   for (std::size_t i = 0; i < n; ++i)
     if (std::isfinite(x[i])) amax = std::max(amax, double(std::fabs(x[i]))), sum_x2 += double(x[i]) * x[i];
@@ -230,6 +231,132 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
   }
   (void)sum_x2;
   return best_s;
+}
+
+EncodeOptions search_options(const Scheme& s) {
+  EncodeOptions nearest = s.options;
+  nearest.rounding = Rounding::Nearest;
+  return nearest;
+}
+
+// search_block_scale finds search_block_scale_exhaustive's scale without trying most candidates. Why the result
+// is the same:
+//
+// 1. Let U be the usable candidates (scale_is_usable) up to the first one under which every x rounds to 0 (the
+//    exhaustive loop stops after it; every later one has the same SE, sum x^2, and loses the tie), and let M be
+//    the first candidate of U with the least SE (SE computed exactly as the exhaustive loop does: same encoder
+//    results, same order of the double sum; NaN and inf SE never win). The exhaustive loop returns M unless
+//    its clipping test skipped M: it evaluates M otherwise, every candidate it evaluated before M has a larger
+//    SE (M is the first least), and none after M is smaller. That test skips M only when
+//    clip_M^2 >= best-so-far > SE_M; so when clip_M <= 0 or clip_M^2 <= SE_M, M is the answer. Otherwise
+//    (possible where s * max_finite rounds up in float, so the clipped element's error is a hair below clip^2)
+//    the exhaustive loop runs.
+// 2. M is found by visiting candidates in any order, keeping the least (SE, index). A candidate is skipped when
+//    a lower bound LB <= SE of its SE cannot win: LB > best, or LB == best and its index is larger. Lower bounds
+//    come from single elements, summed over the finite x in element order: the double sum of nonnegative terms
+//    rounded to nearest is monotone in each term (every partial sum is fl(p + t), monotone in p and t), so
+//    terms b_i <= t_i = fl((x_i - y_i)^2) give a sum <= SE. Two kinds of terms:
+//    - clipped: y_i is a format value (|v| <= max_finite: signed float formats are symmetric) times sc in
+//      float32, so |y_i| <= max_finite * sc * (1 + 2^-24) < hi = max_finite * sc * (1 + 2^-20) (or y_i is
+//      inf / NaN, which only makes t_i larger or SE NaN); for |x_i| > hi, b_i = fl(|x_i| - hi)^2 <= t_i
+//      (|x_i - y_i| >= |x_i| - |y_i|, and fl is monotone). Fewer candidates clip as sc grows, so this sum
+//      only grows as sc falls: once it exceeds best, every smaller candidate is out too.
+//    - small: |x_i| < lo = 0.5 * min_pos * sc * (1 - 2^-20) makes fl(x_i / sc) < 0.5 * min_pos, which round to
+//      nearest takes to +-0 (the format has a zero), so t_i = x_i^2 exactly. More x are small as sc grows, so
+//      this sum only grows with sc: once it cannot win, no larger candidate can.
+//    A candidate that is visited is encoded and its SE summed in order; the sum stops as soon as the partial
+//    sum cannot win (partial sums of nonnegative terms never decrease).
+// Formats outside that argument (integers, unsigned, no zero) take the exhaustive loop.
+float search_block_scale(const Scheme& s, const std::vector<double>& candidates, const float* x, std::size_t n,
+                         float tensor_scale, const BlockEncoder* enc) {
+  const Format& f = s.format;
+  if (f.kind != FormatKind::Float || !f.is_signed || f.no_zero || candidates.empty())
+    return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
+  double amax = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::isfinite(x[i])) amax = std::max(amax, double(std::fabs(x[i])));
+  if (!(amax > 0)) return 1.0f;  // as every rule: nothing to scale
+  const double min_pos = f.min_subnormal > 0 ? f.min_subnormal : f.min_normal;
+  auto sc_of = [&](std::size_t k) { return static_cast<float>(candidates[k]) * tensor_scale; };
+  // U = [k0, k1): sc_of is nondecreasing in k, and each condition below is monotone in sc.
+  auto first = [&](auto pred) {
+    std::size_t lo = 0, hi = candidates.size();
+    while (lo < hi) {
+      const std::size_t mid = (lo + hi) / 2;
+      if (pred(sc_of(mid))) hi = mid; else lo = mid + 1;
+    }
+    return lo;
+  };
+  const std::size_t k0 = first([](float sc) { return sc > 0.0f; });
+  std::size_t k1 = first([](float sc) { return !(sc <= FLT_MAX); });
+  const std::size_t kz = first([&](float sc) { return sc > 0.0f && amax < 0.5 * min_pos * double(sc); });
+  k1 = std::min(k1, kz + 1);
+  if (k0 >= k1) return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
+  // Start where amax no longer clips, and walk up, then down.
+  std::size_t ka = std::max(k0, first([&](float sc) { return double(sc) * f.max_finite >= amax; }));
+  ka = std::min(ka, k1 - 1);
+
+  std::optional<BlockEncoder> own;
+  if (!enc) own.emplace(f, search_options(s));
+  const BlockEncoder& e = enc ? *enc : *own;
+  float ybuf[64];
+  std::vector<float> yvec;
+  float* y = ybuf;
+  if (n > 64) yvec.resize(n), y = yvec.data();
+
+  double best = INFINITY;
+  std::size_t best_k = SIZE_MAX;
+  auto wins = [&](double v, std::size_t k) { return v < best || (v == best && k < best_k); };
+  struct Bounds {
+    double all, clip, small;
+  };
+  auto bounds = [&](std::size_t k) {
+    const double sc = double(sc_of(k));
+    const double hi = f.max_finite * sc * (1.0 + 0x1p-20), lo = 0.5 * min_pos * sc * (1.0 - 0x1p-20);
+    Bounds b{0, 0, 0};
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!std::isfinite(x[i])) continue;
+      const double a = std::fabs(double(x[i]));
+      if (a > hi) {
+        const double m = a - hi, t = m * m;
+        b.all += t, b.clip += t;
+      } else if (a < lo) {
+        const double t = a * a;
+        b.all += t, b.small += t;
+      }
+    }
+    return b;
+  };
+  auto visit = [&](std::size_t k) {
+    EncodeJob job;
+    job.x = x;
+    job.n = n;
+    job.scale = sc_of(k);
+    job.values = y;
+    e.run(job);
+    double se = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (std::isfinite(x[i])) se += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
+      if (!wins(se, k)) return;  // the partial sum never decreases
+    }
+    if (se < INFINITY) best = se, best_k = k;  // an infinite SE never wins, as in the exhaustive loop
+  };
+  visit(ka);
+  for (std::size_t k = ka + 1; k < k1; ++k) {
+    const Bounds b = bounds(k);
+    if (!wins(b.small, k)) break;
+    if (wins(b.all, k)) visit(k);
+  }
+  for (std::size_t k = ka; k-- > k0;) {
+    const Bounds b = bounds(k);
+    if (!wins(b.clip, k)) break;
+    if (wins(b.all, k)) visit(k);
+  }
+  if (best_k == SIZE_MAX) return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
+  const float sc = sc_of(best_k);
+  const double clip = amax - double(sc) * f.max_finite;
+  if (clip > 0 && clip * clip > best) return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
+  return sc;
 }
 
 BlockGroups::BlockGroups(const Scheme& s, const std::vector<int64_t>& shape) {
@@ -631,6 +758,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
     out.tensor_scale = two_level_tensor_scale(rule, t.amax);
   }
   const std::vector<double> candidates = s.mse ? search_candidates(s) : std::vector<double>{};
+  const BlockEncoder search_enc(s.format, search_options(s));
   if (const BlockGroups layout(s, shape); layout.gathered()) {
     // 2-D tiles, or blocks along another axis: each group gathered, quantized and scattered back. Stochastic
     // rounding draws by (the group's first flat index + position in the group).
@@ -651,7 +779,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         for (std::size_t k = 0; k < idx.size(); ++k) xs[k] = x[idx[k]];
         MinMax mm;
         mm.add(xs.data(), xs.size());
-        const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, xs.data(), xs.size(), ts), 0}
+        const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, xs.data(), xs.size(), ts, &search_enc), 0}
                                    : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
         gq.run(xs.data(), xs.size(), idx.empty() ? 0 : idx[0], mm, g, ys.data(), st, local);
         for (std::size_t k = 0; k < idx.size(); ++k) y[idx[k]] = ys[k];
@@ -703,7 +831,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         const std::size_t off = off0 + k * bl;
         MinMax mm;
         mm.add(x + off, bl);
-        const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, x + off, bl, ts), 0}
+        const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, x + off, bl, ts, &search_enc), 0}
                                    : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
         const bool usable = scale_is_usable(g.scale);
         const float used = usable ? g.scale : 1.0f;
@@ -766,7 +894,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         const std::size_t off = r * L + b0, len = std::min(bl, L - b0);
         MinMax mm;
         mm.add(x + off, len);
-        const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, x + off, len, ts), 0}
+        const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, x + off, len, ts, &search_enc), 0}
                                    : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
         double* bound = batch ? &bounds[(whole ? (r - rb) * per_row : 0) + b0 / bl] : nullptr;
         gq.run(x + off, len, off, mm, g, y + off, st, local, !batch, bound);
