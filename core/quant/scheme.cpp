@@ -279,8 +279,11 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
   const double min_pos = f.min_subnormal > 0 ? f.min_subnormal : f.min_normal;
   auto sc_of = [&](std::size_t k) { return static_cast<float>(candidates[k]) * tensor_scale; };
   // U = [k0, k1): sc_of is nondecreasing in k, and each condition below is monotone in sc.
-  auto first = [&](auto pred) {
-    std::size_t lo = 0, hi = candidates.size();
+  const std::size_t nc = candidates.size();
+  auto first = [&](auto pred) {  // the first k with pred(sc_of(k)), pred monotone; the common ends checked first
+    if (pred(sc_of(0))) return std::size_t(0);
+    if (!pred(sc_of(nc - 1))) return nc;
+    std::size_t lo = 1, hi = nc - 1;
     while (lo < hi) {
       const std::size_t mid = (lo + hi) / 2;
       if (pred(sc_of(mid))) hi = mid; else lo = mid + 1;
@@ -292,65 +295,81 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
   const std::size_t kz = first([&](float sc) { return sc > 0.0f && amax < 0.5 * min_pos * double(sc); });
   k1 = std::min(k1, kz + 1);
   if (k0 >= k1) return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
-  // Start where amax no longer clips, and walk up, then down.
-  std::size_t ka = std::max(k0, first([&](float sc) { return double(sc) * f.max_finite >= amax; }));
+  // Start about where amax no longer clips (any start in [k0, k1) gives the same result; this one saves work).
+  const double target = amax / (f.max_finite * double(tensor_scale));
+  std::size_t ka = std::size_t(std::lower_bound(candidates.begin(), candidates.end(), target) - candidates.begin());
+  ka = std::max(ka, k0);
   ka = std::min(ka, k1 - 1);
 
   std::optional<BlockEncoder> own;
   if (!enc) own.emplace(f, search_options(s));
   const BlockEncoder& e = enc ? *enc : *own;
-  float ybuf[64];
-  std::vector<float> yvec;
-  float* y = ybuf;
-  if (n > 64) yvec.resize(n), y = yvec.data();
+  // Candidates are evaluated in batches: x repeated once per candidate and encoded in one kernel call
+  // (run_groups: the same values as one call per candidate), then each candidate's SE summed in element order.
+  constexpr std::size_t kBatch = 16, kBatchValues = 1024;
+  const std::size_t per = std::max<std::size_t>(1, std::min(kBatch, kBatchValues / std::max<std::size_t>(n, 1)));
+  float xbuf[kBatchValues], ybuf[kBatchValues];
+  std::vector<float> xvec, yvec;
+  float *xr = xbuf, *yr = ybuf;
+  if (per * n > kBatchValues) xvec.resize(per * n), yvec.resize(per * n), xr = xvec.data(), yr = yvec.data();
+  for (std::size_t j = 0; j < per; ++j) std::memcpy(xr + j * n, x, n * sizeof(float));
 
   double best = INFINITY;
   std::size_t best_k = SIZE_MAX;
   auto wins = [&](double v, std::size_t k) { return v < best || (v == best && k < best_k); };
-  struct Bounds {
-    double all, clip, small;
-  };
-  auto bounds = [&](std::size_t k) {
-    const double sc = double(sc_of(k));
-    const double hi = f.max_finite * sc * (1.0 + 0x1p-20), lo = 0.5 * min_pos * sc * (1.0 - 0x1p-20);
-    Bounds b{0, 0, 0};
+  // The two monotone lower bounds of the argument above (only the elements of one kind count).
+  auto clip_bound = [&](std::size_t k) {
+    const double hi = f.max_finite * double(sc_of(k)) * (1.0 + 0x1p-20);
+    double b = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      if (!std::isfinite(x[i])) continue;
       const double a = std::fabs(double(x[i]));
-      if (a > hi) {
-        const double m = a - hi, t = m * m;
-        b.all += t, b.clip += t;
-      } else if (a < lo) {
-        const double t = a * a;
-        b.all += t, b.small += t;
-      }
+      if (std::isfinite(x[i]) && a > hi) b += (a - hi) * (a - hi);
     }
     return b;
   };
-  auto visit = [&](std::size_t k) {
-    EncodeJob job;
-    job.x = x;
-    job.n = n;
-    job.scale = sc_of(k);
-    job.values = y;
-    e.run(job);
-    double se = 0;
+  auto small_bound = [&](std::size_t k) {
+    const double lo = 0.5 * min_pos * double(sc_of(k)) * (1.0 - 0x1p-20);
+    double b = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      if (std::isfinite(x[i])) se += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
-      if (!wins(se, k)) return;  // the partial sum never decreases
+      const double a = std::fabs(double(x[i]));
+      if (a < lo) b += a * a;  // false for NaN and inf
     }
-    if (se < INFINITY) best = se, best_k = k;  // an infinite SE never wins, as in the exhaustive loop
+    return b;
   };
-  visit(ka);
-  for (std::size_t k = ka + 1; k < k1; ++k) {
-    const Bounds b = bounds(k);
-    if (!wins(b.small, k)) break;
-    if (wins(b.all, k)) visit(k);
+  // Candidates [a, b), b - a <= per: exact SEs, then the least (SE, index) kept.
+  auto evaluate = [&](std::size_t a, std::size_t b) {
+    float scales[kBatch];
+    double se[kBatch] = {};
+    const std::size_t m = b - a;
+    for (std::size_t j = 0; j < m; ++j) scales[j] = sc_of(a + j);
+    EncodeJob job;
+    job.x = xr;
+    job.n = m * n;
+    job.values = yr;
+    e.run_groups(job, scales, n);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!std::isfinite(x[i])) continue;
+      const double xi = x[i];
+      for (std::size_t j = 0; j < m; ++j) se[j] += (xi - yr[j * n + i]) * (xi - yr[j * n + i]);
+    }
+    for (std::size_t j = 0; j < m; ++j)  // an infinite SE never wins, as in the exhaustive loop
+      if (se[j] < INFINITY && wins(se[j], a + j)) best = se[j], best_k = a + j;
+  };
+  // First the neighbourhood of ka where the least SE lies on most blocks (from 3 below), then upwards and
+  // downwards while the bounds allow.
+  const std::size_t w0 = std::max(k0, ka >= 3 ? ka - 3 : 0), w1 = std::min(k1, w0 + per);  // w0 < k1
+  evaluate(w0, w1);
+  for (std::size_t k = w1; k < k1;) {
+    if (!wins(small_bound(k), k)) break;
+    const std::size_t e1 = std::min(k1, k + per);
+    evaluate(k, e1);
+    k = e1;
   }
-  for (std::size_t k = ka; k-- > k0;) {
-    const Bounds b = bounds(k);
-    if (!wins(b.clip, k)) break;
-    if (wins(b.all, k)) visit(k);
+  for (std::size_t k = w0; k > k0;) {
+    if (!wins(clip_bound(k - 1), k - 1)) break;
+    const std::size_t e0 = k - std::min(k - k0, per);
+    evaluate(e0, k);
+    k = e0;
   }
   if (best_k == SIZE_MAX) return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
   const float sc = sc_of(best_k);
