@@ -629,13 +629,16 @@ SchemeOutput apply_ggml(const Scheme& s, const float* x, const std::vector<int64
     EncodeStats st;
     ErrorMetrics local;
     local.histograms = metrics && metrics->histograms;
-    double amax = 0;
+    uint32_t amax_bits = 0;  // |x| of the finite x as bits: their integer max is the float max, and vectorizes
     for (std::size_t r = rb; r < re; ++r) {
       const float* xr = x + r * L;
       float* yr = y + r * L;
       for (std::size_t i = 0; i < L; ++i) {
-        row[i] = std::isfinite(xr[i]) ? xr[i] : 0.0f;
-        amax = std::max(amax, double(std::fabs(row[i])));
+        uint32_t b;
+        std::memcpy(&b, xr + i, 4);
+        const bool finite = (b & 0x7f800000u) != 0x7f800000u;
+        row[i] = finite ? xr[i] : 0.0f;
+        amax_bits = std::max(amax_bits, finite ? b & 0x7fffffffu : 0u);
       }
       ggml::quantize_ref(type, row.data(), L, blocks.data());
       ggml::dequantize(type, blocks.data(), L, yr);
@@ -643,12 +646,22 @@ SchemeOutput apply_ggml(const Scheme& s, const float* x, const std::vector<int64
       for (std::size_t k = 0; k < subs_per_row; ++k) {
         const float* xs = xr + k * sub;
         float* ys = yr + k * sub;
+        // NaN: counted, y = x; inf: an overflow, y = x; finite outside [lo, hi]: an overflow; else x != 0 with
+        // y == 0: an underflow. Counted without branches (x outside the interval is rare but unpredictable).
+        uint64_t nan = 0, inf = 0, out = 0, under = 0;
         for (std::size_t i = 0; i < sub; ++i) {
-          if (std::isnan(xs[i])) ++st.nan, ys[i] = xs[i];
-          else if (std::isinf(xs[i])) ++st.overflow, ys[i] = xs[i];
-          else if (xs[i] < lo[k] || xs[i] > hi[k]) ++st.overflow;
-          else if (xs[i] != 0 && ys[i] == 0) ++st.underflow;
+          const float v = xs[i];
+          const bool is_nan = v != v, is_inf = std::fabs(v) == INFINITY;
+          const bool outside = double(v) < lo[k] || double(v) > hi[k];
+          nan += is_nan;
+          inf += is_inf;
+          out += outside && !is_inf;
+          under += !is_nan && !is_inf && !outside && v != 0 && ys[i] == 0;
         }
+        st.nan += nan, st.overflow += inf + out, st.underflow += under;
+        if (nan + inf)
+          for (std::size_t i = 0; i < sub; ++i)
+            if (!std::isfinite(xs[i])) ys[i] = xs[i];
         // The sub-block's step |d| is its scale (the binade histogram's |x / s|): half the clip interval's
         // width over the code count would be the same; the step is what the block stores.
         const double width = hi[k] - lo[k];
@@ -663,7 +676,9 @@ SchemeOutput apply_ggml(const Scheme& s, const float* x, const std::vector<int64
     if (metrics) sums.take(rb, local);
     std::lock_guard<std::mutex> lock(mu);
     out.stats += st;
-    out.amax = std::max(out.amax, amax);
+    float amax;
+    std::memcpy(&amax, &amax_bits, 4);
+    out.amax = std::max(out.amax, double(amax));
     out.groups += (re - rb) * subs_per_row;
     if (metrics) add_counts(*metrics, local);
   }, progress);
