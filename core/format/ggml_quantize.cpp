@@ -12,6 +12,7 @@
 #include <string>
 
 #include "format/float16.h"
+#include "format/ggml_quantize_simd.h"
 
 namespace qs::ggml {
 
@@ -262,17 +263,20 @@ void get_scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
 }
 
 // Q4_K (nmax 15, 21 steps from -1) and Q5_K (nmax 31, 16 steps from -0.5) share everything up to the
-// packing of the codes. `scales12` is the block's 12 scale bytes; d and dmin go to y[0..4).
-void kquant_scales(const float* x, int nmax, float rmin, int nstep, uint8_t* y, uint8_t* scales12, uint8_t* L) {
-  float mins[QKK / 32], scales[QKK / 32], weights[32];
-  uint8_t Laux[32];
+// packing of the codes. The sub-block search (kquant_subblocks_ref, or its vectorized twins of
+// ggml_quantize_simd.h: the same bits) gives the 8 sub-block scales, mins and codes; kquant_finish quantizes
+// them to the block's 12 scale bytes, writes d and dmin to y[0..4) and chooses the codes again.
+struct KquantParams {
+  int nmax;
+  float rmin;
+  int nstep;
+};
+constexpr KquantParams kQ4K{15, -1.f, 20}, kQ5K{31, -0.5f, 15};
+
+void kquant_finish(const float* x, int nmax, const float* scales, const float* mins, uint8_t* y, uint8_t* scales12,
+                   uint8_t* L) {
   float max_scale = 0, max_min = 0;
   for (int j = 0; j < QKK / 32; ++j) {
-    float sum_x2 = 0;
-    for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
-    const float av_x = std::sqrt(sum_x2 / 32);
-    for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
-    scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep, false);
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -309,9 +313,8 @@ void kquant_scales(const float* x, int nmax, float rmin, int nstep, uint8_t* y, 
   }
 }
 
-void q4_k(const float* x, uint8_t* y) {  // d, dmin, scales[12], qs[128]
-  uint8_t L[QKK];
-  kquant_scales(x, 15, -1.f, 20, y, y + 4, L);
+// The codes of a finished Q4_K / Q5_K block (d, dmin, scales[12] already at y).
+void q4_k_pack(const uint8_t* L, uint8_t* y) {  // d, dmin, scales[12], qs[128]
   uint8_t* q = y + 16;
   for (int j = 0; j < QKK; j += 64) {
     for (int l = 0; l < 32; ++l) q[l] = uint8_t(L[j + l] | (L[j + l + 32] << 4));
@@ -319,9 +322,7 @@ void q4_k(const float* x, uint8_t* y) {  // d, dmin, scales[12], qs[128]
   }
 }
 
-void q5_k(const float* x, uint8_t* y) {  // d, dmin, scales[12], qh[32], qs[128]
-  uint8_t L[QKK];
-  kquant_scales(x, 31, -0.5f, 15, y, y + 4, L);
+void q5_k_pack(const uint8_t* L, uint8_t* y) {  // d, dmin, scales[12], qh[32], qs[128]
   uint8_t* qh = y + 16;
   uint8_t* ql = y + 48;
   std::memset(qh, 0, QKK / 8);
@@ -343,6 +344,41 @@ void q5_k(const float* x, uint8_t* y) {  // d, dmin, scales[12], qh[32], qs[128]
     m1 = uint8_t(m1 << 2);
     m2 = uint8_t(m2 << 2);
     ql += 32;
+  }
+}
+
+// nblocks Q4_K or Q5_K super-blocks, the sub-block search at `level` (Generic: the scalar reference).
+void kquant_rows(BlockType t, const float* x, std::size_t nblocks, uint8_t* dst, SimdLevel level) {
+  const KquantParams& k = t == BlockType::Q4_K ? kQ4K : kQ5K;
+  const std::size_t bytes = block_info(t).block_bytes;
+  constexpr int kMaxBlocks = 4;  // the widest kernel's super-blocks per call
+  float scales[8 * kMaxBlocks], mins[8 * kMaxBlocks];
+  uint8_t L[QKK * kMaxBlocks];
+  std::size_t i = 0;
+  while (i < nblocks) {
+    std::size_t nb = 1;
+    const float* xb = x + i * QKK;
+#if defined(QS_HAVE_X86_SIMD)
+    if (level == SimdLevel::Avx512) {
+      nb = std::min<std::size_t>(nblocks - i, detail::kKquantBlocksAvx512);
+      detail::kquant_subblocks_avx512(xb, int(nb), k.nmax, k.rmin, k.nstep, scales, mins, L);
+    } else if (level == SimdLevel::Avx2) {
+      nb = std::min<std::size_t>(nblocks - i, detail::kKquantBlocksAvx2);
+      detail::kquant_subblocks_avx2(xb, int(nb), k.nmax, k.rmin, k.nstep, scales, mins, L);
+    } else
+#endif
+    {
+      detail::kquant_subblocks_ref(xb, k.nmax, k.rmin, k.nstep, scales, mins, L);
+    }
+    for (std::size_t b = 0; b < nb; ++b) {
+      uint8_t* y = dst + (i + b) * bytes;
+      kquant_finish(xb + b * QKK, k.nmax, scales + 8 * b, mins + 8 * b, y, y + 4, L + QKK * b);
+      if (t == BlockType::Q4_K)
+        q4_k_pack(L + QKK * b, y);
+      else
+        q5_k_pack(L + QKK * b, y);
+    }
+    i += nb;
   }
 }
 
@@ -402,12 +438,14 @@ QuantizeBlock quantizer(BlockType t) {
     case BlockType::Q5_0: return q5_0;
     case BlockType::Q5_1: return q5_1;
     case BlockType::Q8_0: return q8_0;
-    case BlockType::Q4_K: return q4_k;
-    case BlockType::Q5_K: return q5_k;
+    case BlockType::Q4_K:
+    case BlockType::Q5_K: return nullptr;  // kquant_rows
     case BlockType::Q6_K: return q6_k;
     default: return nullptr;
   }
 }
+
+bool is_kquant(BlockType t) { return t == BlockType::Q4_K || t == BlockType::Q5_K; }
 
 void check_n(BlockType t, std::size_t n) {
   const unsigned be = block_info(t).block_elems;
@@ -417,18 +455,45 @@ void check_n(BlockType t, std::size_t n) {
 
 }  // namespace
 
-bool has_quantizer(BlockType t) { return quantizer(t) != nullptr; }
+namespace detail {
+
+void kquant_subblocks_ref(const float* x, int nmax, float rmin, int nstep, float* scales, float* mins, uint8_t* L) {
+  float weights[32];
+  uint8_t Laux[32];
+  for (int j = 0; j < QKK / 32; ++j) {
+    float sum_x2 = 0;
+    for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
+    const float av_x = std::sqrt(sum_x2 / 32);
+    for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
+    scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep, false);
+  }
+}
+
+const std::vector<KquantKernel>& kquant_kernels() {
+  static const std::vector<KquantKernel> k = {
+#if defined(QS_HAVE_X86_SIMD)
+      {SimdLevel::Avx2, kKquantBlocksAvx2, kquant_subblocks_avx2},
+      {SimdLevel::Avx512, kKquantBlocksAvx512, kquant_subblocks_avx512},
+#endif
+  };
+  return k;
+}
+
+}  // namespace detail
+
+bool has_quantizer(BlockType t) { return quantizer(t) != nullptr || is_kquant(t); }
 
 std::size_t quantized_bytes(BlockType t, std::size_t n) {
   const BlockInfo& b = block_info(t);
   return n / b.block_elems * b.block_bytes;
 }
 
-void quantize_ref(BlockType t, const float* x, std::size_t n, uint8_t* dst) {
+void quantize_ref(BlockType t, const float* x, std::size_t n, uint8_t* dst, SimdLevel level) {
   const QuantizeBlock q = quantizer(t);
-  if (!q) throw std::invalid_argument(std::string(block_info(t).name) + ": QuantScope has no quantizer for this type");
+  if (!q && !is_kquant(t)) throw std::invalid_argument(std::string(block_info(t).name) + ": QuantScope has no quantizer for this type");
   check_n(t, n);
   const BlockInfo& b = block_info(t);
+  if (is_kquant(t)) return kquant_rows(t, x, n / b.block_elems, dst, level);
   for (std::size_t i = 0; i < n / b.block_elems; ++i) q(x + i * b.block_elems, dst + i * b.block_bytes);
 }
 

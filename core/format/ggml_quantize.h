@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "format/encode_simd.h"  // SimdLevel
 #include "format/ggml_blocks.h"
 
 namespace qs::ggml {
@@ -37,8 +38,9 @@ bool has_quantizer(BlockType t);
 // Bytes of n elements (a multiple of block_info(t).block_elems).
 std::size_t quantized_bytes(BlockType t, std::size_t n);
 // n elements (a multiple of the block size, finite) -> n / block_elems blocks at dst.
-// Throws std::invalid_argument for a type without a quantizer or a bad n.
-void quantize_ref(BlockType t, const float* x, std::size_t n, uint8_t* dst);
+// Throws std::invalid_argument for a type without a quantizer or a bad n. Q4_K and Q5_K run their sub-block
+// search vectorized at `level` (the same bytes at every level; Generic is the scalar reference).
+void quantize_ref(BlockType t, const float* x, std::size_t n, uint8_t* dst, SimdLevel level = best_simd_level());
 
 // The elements that share one scale (and min): 32, or 16 for Q6_K; the block size for the others.
 unsigned sub_block_elems(BlockType t);

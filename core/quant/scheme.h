@@ -84,9 +84,16 @@ class BlockGroups {
 // without changing the result: those whose clipping alone, (amax - s * max_finite)^2, is no better than the
 // best so far, and all but the first of those so large that every x rounds to 0. `candidates` are the scale
 // format's positive finite values ascending (search_candidates). Returns 0 for a block with nothing to scale.
+// The candidates are visited nearest amax / max_finite first and skipped by proven lower bounds on their
+// error (the argument is at the definition); `enc`, when given, is BlockEncoder(s.format, search_options(s)),
+// built once per tensor (else one is built per call). search_block_scale_exhaustive is the loop over every
+// candidate that defines the result (the tests compare the two).
 std::vector<double> search_candidates(const Scheme& s);
+EncodeOptions search_options(const Scheme& s);  // s.options with round to nearest
 float search_block_scale(const Scheme& s, const std::vector<double>& candidates, const float* x, std::size_t n,
-                         float tensor_scale);
+                         float tensor_scale, const BlockEncoder* enc = nullptr);
+float search_block_scale_exhaustive(const Scheme& s, const std::vector<double>& candidates, const float* x,
+                                    std::size_t n, float tensor_scale);
 
 // A tensor or channel scale from an observer: `feed(observer)` hands it the group's values (in a fixed order,
 // so that every caller gets the same scale); s = clip / max_finite in float32, floored at FLT_MIN, 1 when the

@@ -5,14 +5,17 @@
 // tests/oracle/ggml_quants_oracle.sh (it needs a ggml checkout).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <limits>
 #include <numeric>
 #include <vector>
 
 #include "format/float16.h"
 #include "format/ggml_quantize.h"
+#include "format/ggml_quantize_simd.h"
 #include "quant/error_view.h"
 #include "quant/scheme.h"
 #include "test_rng.h"
@@ -317,4 +320,80 @@ TEST(GgmlSchemes, ErrorViewAgreesWithMetrics) {
     for (std::size_t i = 1; i < v.grid.values.size(); ++i)
       EXPECT_NEAR(v.grid.values[i] - v.grid.values[i - 1], double(v.grid.scale), 1e-6 * std::fabs(v.grid.scale));
   }
+}
+
+// Q4_K / Q5_K's sub-block search runs vectorized across sub-blocks (format/ggml_quantize_simd.h): every compiled
+// level must write the scalar reference's bytes (SimdLevel::Generic, the code checked against ggml's C by
+// tests/oracle) on random rows and on sub-blocks built to hit each branch of make_qkx2_quants: zeros, a
+// constant (max == min), one outlier, denormals, huge values (sums overflow to inf), one-signed, ties of the
+// candidate scales, and non-finite values (ggml leaves them undefined; the levels must still agree). Odd
+// block counts exercise the kernels' padded calls (fewer super-blocks than their width).
+TEST(GgmlBlocks, KquantLevelsMatchReference) {
+  Rng r = Rng::from_tag("kquant-levels");
+  const int kinds = 14;
+  std::size_t checked = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    const std::size_t blocks = std::size_t(1 + trial % 5);
+    std::vector<float> x(256 * blocks);
+    const double sigma = std::ldexp(1.0, int(r.unit() * 60) - 30);
+    for (std::size_t sb = 0; sb < x.size() / 32; ++sb) {
+      float* v = x.data() + 32 * sb;
+      const int kind = int((sb + std::size_t(trial)) % kinds);
+      for (int i = 0; i < 32; ++i) v[i] = float(r.normal() * sigma);
+      switch (kind) {
+        case 0: for (int i = 0; i < 32; ++i) v[i] = 0.0f; break;
+        case 1: for (int i = 0; i < 32; ++i) v[i] = float(sigma); break;                    // constant > 0
+        case 2: for (int i = 0; i < 32; ++i) v[i] = -float(sigma); break;                   // constant < 0
+        case 3: for (int i = 0; i < 32; ++i) v[i] = 0.0f; v[r.next() % 32] = float(sigma); break;  // one value
+        case 4: v[r.next() % 32] = float(300 * sigma); break;                               // one outlier
+        case 5: for (int i = 0; i < 32; ++i) v[i] = float(r.normal() * 1e-39); break;      // denormals
+        case 6: for (int i = 0; i < 32; ++i) v[i] = float(r.normal() * 1e37); break;       // sum x^2 -> inf
+        case 7: for (int i = 0; i < 32; ++i) v[i] = -std::fabs(v[i]); break;               // negative only
+        case 8: for (int i = 0; i < 32; ++i) v[i] = std::fabs(v[i]); break;                // positive only
+        case 9: for (int i = 0; i < 32; ++i) v[i] = float(int(r.unit() * 16) - 8) * float(sigma); break;  // on a grid
+        case 10: for (int i = 0; i < 32; ++i) v[i] = (i % 2 ? 1.0f : -1.0f) * float(sigma); break;        // two values
+        case 11: v[r.next() % 32] = std::numeric_limits<float>::quiet_NaN(); break;
+        case 12: v[r.next() % 32] = (r.next() & 1 ? 1.0f : -1.0f) * std::numeric_limits<float>::infinity(); break;
+        default: break;  // plain normal
+      }
+    }
+    // The search's own outputs, bit for bit (most float differences would vanish in the 6-bit scales):
+    // every super-block (AVX2) and every pair (AVX-512) against the reference.
+    for (const qs::ggml::detail::KquantKernel& k : qs::ggml::detail::kquant_kernels()) {
+      if (std::find(qs::available_simd_levels().begin(), qs::available_simd_levels().end(), k.level) ==
+          qs::available_simd_levels().end())
+        continue;
+      const std::size_t per = std::min(blocks, std::size_t(k.blocks));  // 1 .. kernel width: padded calls too
+      for (const auto& p : {std::tuple{15, -1.f, 20}, std::tuple{31, -0.5f, 15}}) {
+        const auto [nmax, rmin, nstep] = p;
+        for (std::size_t b = 0; b + per <= blocks; ++b) {
+          float rs[32], rm[32], gs[32], gm[32];
+          uint8_t rl[1024], gl[1024];
+          for (std::size_t q = 0; q < per; ++q)
+            qs::ggml::detail::kquant_subblocks_ref(x.data() + 256 * (b + q), nmax, rmin, nstep, rs + 8 * q, rm + 8 * q,
+                                                   rl + 256 * q);
+          k.run(x.data() + 256 * b, int(per), nmax, rmin, nstep, gs, gm, gl);
+          for (std::size_t j = 0; j < 8 * per; ++j) {
+            ASSERT_EQ(bits(gs[j]), bits(rs[j])) << qs::to_string(k.level) << " trial " << trial << " sub-block " << j;
+            ASSERT_EQ(bits(gm[j]), bits(rm[j])) << qs::to_string(k.level) << " trial " << trial << " sub-block " << j;
+          }
+          ASSERT_EQ(std::memcmp(gl, rl, 256 * per), 0) << qs::to_string(k.level) << " trial " << trial;
+          ++checked;
+        }
+      }
+    }
+    for (BlockType t : {BlockType::Q4_K, BlockType::Q5_K}) {
+      std::vector<uint8_t> ref(qs::ggml::quantized_bytes(t, x.size()));
+      qs::ggml::quantize_ref(t, x.data(), x.size(), ref.data(), qs::SimdLevel::Generic);
+      for (qs::SimdLevel level : qs::available_simd_levels()) {
+        std::vector<uint8_t> got(ref.size(), 0xAA);
+        qs::ggml::quantize_ref(t, x.data(), x.size(), got.data(), level);
+        for (std::size_t i = 0; i < ref.size(); ++i)
+          ASSERT_EQ(got[i], ref[i]) << qs::ggml::block_info(t).name << " " << qs::to_string(level) << " trial " << trial
+                                    << " byte " << i << " (block " << i / qs::ggml::block_info(t).block_bytes << ")";
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 240u + (qs::available_simd_levels().size() > 1 ? 200u : 0u));
 }

@@ -1,0 +1,155 @@
+// make_qkx2_quants (format/ggml_quantize.cpp) for 2 * QS_LANES sub-blocks at once, written with vector
+// extensions; ggml_quantize_simd_{avx2,avx512}.cpp define QS_LANES (float lanes of a register) and QS_SUFFIX
+// and include this file.
+// Every lane runs the scalar code's operations in its order: the same sums element by element, the same
+// divisions and square root (IEEE, correctly rounded in both), nearest_int by the same bit trick, and the
+// scalar code's branches as lane selects (a lane's result never depends on another lane's).
+#include <cstring>
+
+#include "format/ggml_quantize_simd.h"
+
+#define QS_CAT2(a, b) a##b
+#define QS_CAT(a, b) QS_CAT2(a, b)
+
+namespace {
+
+constexpr int NL = QS_LANES;  // sub-blocks per register
+constexpr int H = 2;          // registers per call: two independent chains for every sum
+typedef float vf __attribute__((vector_size(NL * 4)));
+typedef int32_t vi __attribute__((vector_size(NL * 4)));
+
+inline vi nearest_int(vf f) {  // ggml's nearest_int: (bits(f + 1.5 * 2^23) & 0x7fffff) - 0x400000
+  const vf val = f + 12582912.f;
+  vi i;
+  std::memcpy(&i, &val, sizeof i);
+  return (i & 0x007fffff) - 0x00400000;
+}
+inline vi clamp(vi l, int hi) {
+  const vi z = {};
+  l = l < z ? z : l;
+  return l > hi ? z + hi : l;
+}
+inline vf to_float(vi l) { return __builtin_convertvector(l, vf); }
+
+// H * NL sub-blocks of 32 at x; register h, lane k holds sub-block h * NL + k.
+void run(const float* x, int nmax, float rmin, int nstep, float* scales_out, float* mins_out, uint8_t* L_out) {
+  constexpr int n = 32;
+  const float rdelta = 0.1f;
+  const vf zero = {};
+  vf xv[n][H], w[n][H];
+  for (int i = 0; i < n; ++i)
+    for (int h = 0; h < H; ++h)
+      for (int k = 0; k < NL; ++k) xv[i][h][k] = x[n * (h * NL + k) + i];
+  vf min[H], max[H], sum_w[H], sum_x[H], min0[H], best_error[H], scale[H];
+  vi flat[H], L[n][H];
+  for (int h = 0; h < H; ++h) {
+    // kquant_scales: weights sqrt(mean x^2) + |x|
+    vf sum_x2 = xv[0][h] * xv[0][h];
+    for (int l = 1; l < n; ++l) sum_x2 += xv[l][h] * xv[l][h];
+    vf av_x = sum_x2 / 32;
+    for (int k = 0; k < NL; ++k) av_x[k] = __builtin_sqrtf(av_x[k]);
+    for (int l = 0; l < n; ++l) {
+      vi bits;
+      std::memcpy(&bits, &xv[l][h], sizeof bits);
+      bits &= 0x7fffffff;
+      vf ax;
+      std::memcpy(&ax, &bits, sizeof ax);
+      w[l][h] = av_x + ax;
+    }
+    // make_qkx2_quants
+    min[h] = xv[0][h], max[h] = xv[0][h];
+    sum_w[h] = w[0][h];
+    sum_x[h] = sum_w[h] * xv[0][h];
+    for (int i = 1; i < n; ++i) {
+      min[h] = xv[i][h] < min[h] ? xv[i][h] : min[h];
+      max[h] = xv[i][h] > max[h] ? xv[i][h] : max[h];
+      sum_w[h] += w[i][h];
+      sum_x[h] += w[i][h] * xv[i][h];
+    }
+    min[h] = min[h] > zero ? zero : min[h];
+    flat[h] = max[h] == min[h];
+    min0[h] = min[h];  // a flat lane's search below runs on garbage (max - min = 0) and is discarded
+    const vf iscale = float(nmax) / (max[h] - min[h]);
+    scale[h] = 1 / iscale;
+    best_error[h] = zero;
+    for (int i = 0; i < n; ++i) {
+      L[i][h] = clamp(nearest_int(iscale * (xv[i][h] - min[h])), nmax);
+      vf diff = scale[h] * to_float(L[i][h]) + min[h] - xv[i][h];
+      diff = diff * diff;
+      best_error[h] += w[i][h] * diff;
+    }
+  }
+  for (int is = 0; is <= nstep; ++is) {
+    const float num = rmin + rdelta * float(is) + float(nmax);
+    vf iscale[H], sum_l[H], sum_l2[H], sum_xl[H], lf[n][H];
+    vi laux[n][H];
+    for (int h = 0; h < H; ++h) {
+      iscale[h] = num / (max[h] - min[h]);  // min: the best candidate's so far, as in ggml
+      sum_l[h] = sum_l2[h] = sum_xl[h] = zero;
+    }
+    for (int i = 0; i < n; ++i)
+      for (int h = 0; h < H; ++h) {
+        laux[i][h] = clamp(nearest_int(iscale[h] * (xv[i][h] - min[h])), nmax);
+        lf[i][h] = to_float(laux[i][h]);
+        sum_l[h] += w[i][h] * lf[i][h];
+        sum_l2[h] += w[i][h] * lf[i][h] * lf[i][h];
+        sum_xl[h] += w[i][h] * lf[i][h] * xv[i][h];
+      }
+    vf this_scale[H], this_min[H], cur_error[H];
+    vi pos[H];
+    for (int h = 0; h < H; ++h) {
+      const vf D = sum_w[h] * sum_l2[h] - sum_l[h] * sum_l[h];
+      pos[h] = D > zero;
+      this_scale[h] = (sum_w[h] * sum_xl[h] - sum_x[h] * sum_l[h]) / D;
+      this_min[h] = (sum_l2[h] * sum_x[h] - sum_l[h] * sum_xl[h]) / D;
+      const vi minpos = this_min[h] > zero;
+      this_min[h] = minpos ? zero : this_min[h];
+      this_scale[h] = minpos ? sum_xl[h] / sum_l2[h] : this_scale[h];
+      cur_error[h] = zero;
+    }
+    for (int i = 0; i < n; ++i)
+      for (int h = 0; h < H; ++h) {
+        vf diff = this_scale[h] * lf[i][h] + this_min[h] - xv[i][h];
+        diff = diff * diff;
+        cur_error[h] += w[i][h] * diff;
+      }
+    for (int h = 0; h < H; ++h) {
+      const vi take = pos[h] & (cur_error[h] < best_error[h]);
+      for (int i = 0; i < n; ++i) L[i][h] = take ? laux[i][h] : L[i][h];
+      best_error[h] = take ? cur_error[h] : best_error[h];
+      scale[h] = take ? this_scale[h] : scale[h];
+      min[h] = take ? this_min[h] : min[h];
+    }
+  }
+  for (int h = 0; h < H; ++h) {
+    // The flat sub-blocks (max == min) return at once in the scalar code: codes 0, scale 0, min -min.
+    const vf sc = flat[h] ? zero : scale[h];
+    const vf neg_min = flat[h] ? -min0[h] : -min[h];
+    for (int k = 0; k < NL; ++k) {
+      const int j = h * NL + k;
+      scales_out[j] = sc[k];
+      mins_out[j] = neg_min[k];
+      for (int i = 0; i < n; ++i) L_out[n * j + i] = flat[h][k] ? uint8_t(0) : uint8_t(L[i][h][k]);
+    }
+  }
+}
+
+}  // namespace
+
+namespace qs::ggml::detail {
+
+// Two registers of sub-blocks per call (2 super-blocks at AVX2, 4 at AVX-512) give each addition's latency chain a twin to
+// overlap with; fewer super-blocks are padded with zeros (the lanes never mix).
+void QS_CAT(kquant_subblocks_, QS_SUFFIX)(const float* x, int nblocks, int nmax, float rmin, int nstep,
+                                          float* scales_out, float* mins_out, uint8_t* L_out) {
+  if (nblocks * 8 == H * NL) return run(x, nmax, rmin, nstep, scales_out, mins_out, L_out);
+  float xp[32 * H * NL] = {}, sp[H * NL], mp[H * NL];
+  uint8_t lp[32 * H * NL];
+  std::memcpy(xp, x, sizeof(float) * 256 * std::size_t(nblocks));
+  run(xp, nmax, rmin, nstep, sp, mp, lp);
+  std::memcpy(scales_out, sp, sizeof(float) * 8 * std::size_t(nblocks));
+  std::memcpy(mins_out, mp, sizeof(float) * 8 * std::size_t(nblocks));
+  std::memcpy(L_out, lp, 256 * std::size_t(nblocks));
+}
+
+}  // namespace qs::ggml::detail
