@@ -44,6 +44,8 @@ void gemm_cases(const std::function<void(const SelftestCase&)>& report) {
       {5, 2048, 136, true, false, false},    {16, 4096, 520, false, false, false},
       // Enough 128 x 256 tiles to fill an H100 (153 >= 132 SMs): the TMA kernel, with tails in M, N and K.
       {1100, 272, 4100, true, true, false},  {1000, 272, 4100, false, true, false},
+      // More K slices than the ring holds, with a K tail (1040 = 8 x 128 + 16).
+      {1030, 1040, 4100, true, true, false},
   };
   for (const GemmCase& c : cases) {
     const int M = c.M, K = c.K, N = c.N;
