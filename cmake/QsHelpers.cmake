@@ -18,12 +18,19 @@ function(qs_add_cli_test name script)
   set_tests_properties(${name} PROPERTIES LABELS cli)
 endfunction()
 
-# qs_add_gtest(name [LIBS...]): tests/core/<name>.cpp with GoogleTest's main, linked to qs_core and LIBS; one
-# ctest entry per executable, label "core". A suite whose every test calls GTEST_SKIP() still reads "Passed" in
-# ctest: suites that can be skipped as a whole (no GPU) exit 77 instead, see tests/core/CMakeLists.txt.
+# qs_add_gtest(name [LAYER qs_<layer>] [LIBS...]): tests/core/<name>.cpp with GoogleTest's main, linked to the
+# engine layer it tests (LAYER: the highest layer it includes, which brings those below; qs_core when absent)
+# and LIBS; one ctest entry per executable, label "core". Linking only its layer keeps a suite to that layer's
+# headers and checks that the layer links without anything above it. A suite whose every test calls
+# GTEST_SKIP() still reads "Passed" in ctest: suites that can be skipped as a whole (no GPU) exit 77 instead,
+# see tests/core/CMakeLists.txt.
 function(qs_add_gtest name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "LAYER" "")
+  if(NOT arg_LAYER)
+    set(arg_LAYER qs_core)
+  endif()
   add_executable(${name} ${name}.cpp)
-  target_link_libraries(${name} PRIVATE qs_core GTest::gtest_main ${ARGN})
+  target_link_libraries(${name} PRIVATE ${arg_LAYER} GTest::gtest_main ${arg_UNPARSED_ARGUMENTS})
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support)
   target_compile_options(${name} PRIVATE -Wall -Wextra)
   add_test(NAME ${name} COMMAND ${name})

@@ -15,6 +15,7 @@
 #include "io/prequant.h"
 #include "io/tensor_file.h"
 #include "quant/analyze.h"
+#include "quant/requant_check.h"
 
 namespace qs::cli {
 
@@ -117,7 +118,7 @@ void add_analyze(CLI::App& app) {
           const std::string& name = pq->tensors()[i].name;
           if (!p || !selected(name)) continue;
           if (!p->scheme.empty()) by_scheme[p->scheme].insert(name);
-          stored_lines.push_back(requant_summary(printable(name), *p, pq->requantize_check(i)));
+          stored_lines.push_back(requant_summary(printable(name), *p, requantize_check(*pq, i)));
         }
         for (const auto& [text, names] : by_scheme) {
           Scheme stored = parse_scheme(text, opt);

@@ -11,7 +11,7 @@
 #include "cli/commands.h"
 #include "cuda/device.h"
 #include "gemm/gemm.h"
-#include "gemm/gemm_bench.h"
+#include "bench/gemm_bench.h"
 #include "io/atomic_file.h"
 #include "cuda/bench_gemm_cuda.cuh"
 

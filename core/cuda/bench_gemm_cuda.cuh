@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gemm/gemm_bench.h"
+#include "bench/gemm_bench.h"
 
 namespace qs::cuda {
 

@@ -844,6 +844,11 @@ const PrequantInfo* PrequantizedFile::prequant(std::size_t index) const {
   return &groups_[static_cast<std::size_t>(group_of_[index])]->info;
 }
 
+const PrequantizedFile::Group* PrequantizedFile::group(std::size_t index) const {
+  if (index >= group_of_.size() || group_of_[index] < 0) return nullptr;
+  return groups_[static_cast<std::size_t>(group_of_[index])].get();
+}
+
 std::vector<std::string> PrequantizedFile::source_files() const { return raw_->source_files(); }
 std::vector<DequantizeLinearInfo> PrequantizedFile::dequantize_nodes() const { return raw_->dequantize_nodes(); }
 

@@ -1,15 +1,16 @@
 // Pre-quantized checkpoints understood, not just read: the tensors that together store one quantized
 // weight (codes + scales [+ zero points, a global scale]) shown once, dequantized exactly, labelled with
 // the stored scheme, and re-quantized with QuantScope's matching scheme to say whether the stored codes and
-// scales come back. Exercise: tests/core/tst_prequant.cpp, tests/fuzz/fuzz_prequant.cpp,
-// `quantscope-cli info --in model.safetensors`, `quantscope-cli analyze --in model.safetensors --scheme ...`
+// scales come back (that check is quant/requant_check.h: it needs quant/, which sits above io/).
+// Exercise: tests/core/tst_prequant.cpp, tests/fuzz/fuzz_prequant.cpp, `quantscope-cli info --in
+// model.safetensors`, `quantscope-cli analyze --in model.safetensors --scheme ...`
 // (a "stored:<scheme>" row and a re-quantization line per recognised weight).
 //
 //   auto file = qs::recognise_prequantized(qs::open_safetensors_file("deepseek.safetensors"));
 //   const auto* pq = dynamic_cast<const qs::PrequantizedFile*>(file.get());
 //   for (std::size_t i = 0; i < file->tensors().size(); ++i)
 //     if (const qs::PrequantInfo* p = pq ? pq->prequant(i) : nullptr) {
-//       qs::RequantCheck c = pq->requantize_check(i);           // reads and re-quantizes the tensor
+//       qs::RequantCheck c = qs::requantize_check(*pq, i);      // quant/requant_check.h: reads and re-quantizes
 //       std::puts(qs::requant_summary(file->tensors()[i].name, *p, c).c_str());
 //     }
 //
@@ -43,8 +44,9 @@
 // type (compressed-tensors and ONNX with an fp16/bf16 scale: the scale's type; compressed-tensors' NVFP4:
 // bf16), QuantScope keeps the float32 value (exact there: an 8-bit code times a 16-bit scale), so every
 // value lies on the stored grid. ModelOpt's dequantize() ends with .to(the original model's dtype), which the
-// checkpoint does not record: QuantScope keeps its float32 product. The re-quantization check lives in io/prequant_check.cpp (it needs quant/;
-// the readers alone, as the fuzz build compiles them, link without it).
+// checkpoint does not record: QuantScope keeps its float32 product. The re-quantization check lives in
+// quant/requant_check.cpp (it needs quant/, a layer above io/; the readers alone, as the fuzz build compiles
+// them, link without it).
 // A group whose shapes do not fit its convention (a scale tensor that does not match the weight's blocks,
 // a packed tensor whose size does not match its shape) stays as the raw tensors it is, with one skipped()
 // line saying why; anything that matches no convention passes through unchanged.
@@ -76,33 +78,6 @@ struct PrequantInfo {
   std::vector<float> code_values;
 };
 
-// The re-quantization check of one recognised tensor: its dequantized values quantized again with the
-// matching QuantScope scheme (the scheme's scale rule, group_scale, and the format's encoder), the codes and
-// scales compared with the stored ones. Codes compare by value relative to the zero point (so int4 offset
-// binary and two's complement agree); scales by their float32 value (NVFP4: the e4m3 block scales, the
-// global scale in `note`). Differences are reported, never asserted away: a checkpoint made with another
-// rule (compressed-tensors' int4 scale amax / 7.5, a ceil-rounded E8M0 exponent) shows them.
-struct RequantCheck {
-  bool supported = false;
-  std::string why_not;             // when !supported
-  std::string scheme;              // the QuantScope scheme used
-  uint64_t codes_total = 0, codes_differ = 0;
-  uint64_t scales_total = 0, scales_differ = 0;
-  // Of scales_differ: scales one unit in the last place of their format away from the stored one. The
-  // dequantized amax is a rounded product (fl(448 s) / 448 != s for about 1 float32 in 10), so a checkpoint
-  // made by exactly the matching rule can show these; they say nothing about the rule.
-  uint64_t scales_one_ulp = 0;
-  // Of scales_differ: groups whose stored codes are all zero, whose scale the codes do not determine.
-  uint64_t scales_zero_groups = 0;
-  std::string note;                // e.g. NVFP4's tensor scale, stored and re-derived
-};
-
-// "0 of 16384 codes and 0 of 1 scales differ" (plus the one-ulp / all-zero breakdown when there is one).
-std::string describe(const RequantCheck& c);
-// "<tensor>: stored e4m3fn/block:128x128 (FP8 block scales); re-quantized: 0 of 16384 codes and 0 of 1
-// scales differ", or "...; not re-quantized: <why>": the line `analyze` prints and the GUI shows.
-std::string requant_summary(const std::string& tensor, const PrequantInfo& info, const RequantCheck& c);
-
 class PrequantizedFile : public TensorFile {
  public:
   ~PrequantizedFile() override;
@@ -117,10 +92,11 @@ class PrequantizedFile : public TensorFile {
   // The stored element codes of a recognised tensor, one per element in C order (as stored: compressed-
   // tensors' int4 in offset binary), for the code-usage histogram; empty for a plain tensor. Throws IoError.
   std::vector<uint32_t> codes(std::size_t index) const;
-  // Reads the tensor and re-quantizes it (see RequantCheck); {supported = false} for a plain tensor.
-  RequantCheck requantize_check(std::size_t index) const;
 
-  struct Group;  // one recognised tensor: its members and how to decode them (prequant.cpp)
+  struct Group;  // one recognised tensor: its members and how to decode them (io/prequant_impl.h)
+  // Null for a tensor passed through unchanged (or out of range): what the re-quantization check reads
+  // (quant/requant_check.cpp, through io/prequant_impl.h).
+  const Group* group(std::size_t index) const;
 
  private:
   friend std::unique_ptr<TensorFile> recognise_prequantized(std::unique_ptr<TensorFile> raw);

@@ -1,6 +1,6 @@
-// Internals shared by io/prequant.cpp (recognition, reading) and io/prequant_check.cpp (the re-quantization
-// check, the only part that needs quant/): a recognised group's description and the walk over its elements.
-// Exercise: tests/core/tst_prequant.cpp.
+// Internals shared by io/prequant.cpp (recognition, reading) and quant/requant_check.cpp (the re-quantization
+// check, the only part that needs quant/, one layer up): a recognised group's description and the walk over
+// its elements. Exercise: tests/core/tst_prequant.cpp.
 #pragma once
 
 #include <cstddef>

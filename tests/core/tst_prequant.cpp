@@ -20,6 +20,7 @@
 #include "format/format.h"
 #include "io/prequant.h"
 #include "io/tensor_file.h"
+#include "quant/requant_check.h"
 #include "quant/scheme.h"
 #include "test_files.h"
 #include "test_rng.h"
@@ -242,7 +243,7 @@ TEST(Prequant, Fp8BlockScalesDequantizeAndCheck) {
     EXPECT_TRUE(same_bits(p->code_values[c], e4m3(uint8_t(c))) || std::isnan(e4m3(uint8_t(c)))) << c;
   expect_bits(o.read("model.norm.weight"), norm);  // the rest passes through
 
-  const qs::RequantCheck c = o.pq->requantize_check(i);
+  const qs::RequantCheck c = qs::requantize_check(*o.pq, i);
   ASSERT_TRUE(c.supported) << c.why_not;
   EXPECT_EQ(c.codes_total, uint64_t(R * C));
   EXPECT_EQ(c.codes_differ, 0u);
@@ -276,7 +277,7 @@ TEST(Prequant, Fp8CheckReportsPerturbedAndOneUlpScales) {
     const Opened o = open_st(dir, "w.safetensors",
                              {{"w", "F8_E4M3", {R, C}, le(f.codes)}, {"w_scale_inv", "F32", {R / 128, C / 128}, le(f.scales)}});
     ASSERT_NE(o.pq, nullptr);
-    const qs::RequantCheck c = o.pq->requantize_check(0);
+    const qs::RequantCheck c = qs::requantize_check(*o.pq, 0);
     ASSERT_TRUE(c.supported) << c.why_not;
     // A tile that tops out at 224 re-quantizes with s / 2: its scale and every non-zero code move.
     EXPECT_EQ(c.codes_differ, f.perturbed_nonzero);
@@ -334,7 +335,7 @@ TEST(Prequant, MxBlocksDequantizeAndCheck) {
     EXPECT_EQ(t.stored, "MXFP4: e2m1fn/block:32:e8m0fnu (blocks + e8m0 scales)");
     EXPECT_EQ(t.stored_bytes, uint64_t(nblocks * 17));
     expect_bits(o.read(k.out), want);
-    const qs::RequantCheck c = o.pq->requantize_check(0);
+    const qs::RequantCheck c = qs::requantize_check(*o.pq, 0);
     ASSERT_TRUE(c.supported) << c.why_not;
     EXPECT_EQ(c.codes_total, uint64_t(nblocks * 32));
     EXPECT_EQ(c.codes_differ, moved);
@@ -448,7 +449,7 @@ TEST(Prequant, CompressedTensorsInt4) {
       if (int(std::fmax(-7.0f, std::fmin(7.0f, y))) != q) ++moved;
     }
   }
-  const qs::RequantCheck c = o.pq->requantize_check(0);
+  const qs::RequantCheck c = qs::requantize_check(*o.pq, 0);
   ASSERT_TRUE(c.supported) << c.why_not;
   EXPECT_EQ(c.scheme, "int4/block:32:bf16");
   EXPECT_EQ(c.scales_total, uint64_t(R * 2));
@@ -497,7 +498,7 @@ TEST(Prequant, CompressedTensorsAsymmetricAndActivationOrder) {
         want[r * C + c] = (float(f.q[r * C + c]) - zp) * f.scales[r * ng + j];
       }
     expect_bits(o.read("l.weight"), want);
-    const qs::RequantCheck c = o.pq->requantize_check(0);
+    const qs::RequantCheck c = qs::requantize_check(*o.pq, 0);
     EXPECT_FALSE(c.supported);
     EXPECT_TRUE(contains(c.why_not, k.why)) << c.why_not;
     EXPECT_TRUE(contains(qs::requant_summary("l.weight", *o.pq->prequant(0), c), "not re-quantized: "));
@@ -538,7 +539,7 @@ TEST(Prequant, Nvfp4GlobalScaleDivides) {
   EXPECT_EQ(o.names(), (std::vector<std::string>{"m.weight", "m.input_global_scale"}));
   EXPECT_EQ(o.file->tensors()[0].stored, "NVFP4 (compressed-tensors): e2m1fn/block:16:e4m3fn (weight_scale e4m3fn / weight_global_scale fp32)");
   expect_bits(o.read("m.weight"), want);
-  const qs::RequantCheck c = o.pq->requantize_check(0);
+  const qs::RequantCheck c = qs::requantize_check(*o.pq, 0);
   ASSERT_TRUE(c.supported) << c.why_not;
   EXPECT_EQ(c.scales_total, uint64_t(R * ng));
   EXPECT_EQ(c.scales_differ, 1u);  // the perturbed block's e4m3 scale halves
@@ -648,7 +649,7 @@ TEST(Prequant, Nvfp4ModelOptCheckAndExperts) {
     ASSERT_EQ(o.names(), std::vector<std::string>{W});
     EXPECT_EQ(o.file->tensors()[0].shape, k.experts ? (std::vector<int64_t>{E, R, C}) : (std::vector<int64_t>{R, C}));
     expect_bits(o.read(W), f.want);
-    const qs::RequantCheck c = o.pq->requantize_check(0);
+    const qs::RequantCheck c = qs::requantize_check(*o.pq, 0);
     ASSERT_TRUE(c.supported) << c.why_not;
     EXPECT_EQ(c.codes_total, uint64_t(E * R * C));
     EXPECT_EQ(c.scales_total, uint64_t(E * R * ng));
@@ -699,7 +700,7 @@ TEST(Prequant, CompressedTensorsMxfp4) {
   ASSERT_NE(o.pq->prequant(0), nullptr);
   EXPECT_EQ(o.pq->prequant(0)->scheme, "e2m1fn/block:32:e8m0fnu");
   expect_bits(o.read("l.weight"), want);
-  const qs::RequantCheck c = o.pq->requantize_check(0);
+  const qs::RequantCheck c = qs::requantize_check(*o.pq, 0);
   ASSERT_TRUE(c.supported) << c.why_not;
   EXPECT_EQ(c.codes_total, uint64_t(R * C));
   EXPECT_EQ(c.scales_total, uint64_t(R * ng));
@@ -937,7 +938,7 @@ TEST(Prequant, OnnxQdq) {
     ASSERT_NE(o.pq->prequant(i), nullptr);
     EXPECT_EQ(o.pq->prequant(i)->scheme, w.scheme);
     EXPECT_EQ(o.pq->prequant(i)->convention, "ONNX QDQ");
-    const qs::RequantCheck c = o.pq->requantize_check(i);
+    const qs::RequantCheck c = qs::requantize_check(*o.pq, i);
     ASSERT_TRUE(c.supported) << c.why_not;
     EXPECT_EQ(c.scales_total, w.scales);
     EXPECT_EQ(c.scales_differ, 0u);

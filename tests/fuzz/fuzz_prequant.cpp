@@ -11,6 +11,7 @@
 // tensor scale must be a single value (the reader refuses any other shape).
 #include "fuzz_reader.h"
 #include "io/prequant.h"
+#include "quant/requant_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return qs_fuzz::run(data, size, "input.safetensors", [](const std::string& p) {
@@ -29,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             if (t.name == info->members[2] && (++found, t.numel() != 1)) std::abort();
           if (found != 1) std::abort();
         }
-        const qs::RequantCheck c = pq->requantize_check(i);
+        const qs::RequantCheck c = qs::requantize_check(*pq, i);
         if (c.supported && (c.codes_differ > c.codes_total || c.scales_differ > c.scales_total)) std::abort();
         (void)qs::requant_summary(f->tensors()[i].name, *info, c);
       }

@@ -13,7 +13,7 @@
 
 #include <memory>
 
-#include "gemm/gemm_bench.h"
+#include "bench/gemm_bench.h"
 #include "shared/jobrunner.h"
 #include "shared/reportsection.h"
 

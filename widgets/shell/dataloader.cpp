@@ -3,6 +3,7 @@
 #include "dataloader.h"
 
 #include "io/prequant.h"
+#include "quant/requant_check.h"
 
 #include <QCoreApplication>
 #include <QDeadlineTimer>
@@ -106,7 +107,7 @@ void DataLoader::loadTensor(const QString& path, const QString& tensor) {
       if (const auto* pq = dynamic_cast<const qs::PrequantizedFile*>(file.get()))
         if (const qs::PrequantInfo* p = pq->prequant(i)) {
           d.storedScheme = QString::fromStdString(p->scheme);
-          d.storedSummary = QString::fromStdString(qs::requant_summary(info.name, *p, pq->requantize_check(i)));
+          d.storedSummary = QString::fromStdString(qs::requant_summary(info.name, *p, qs::requantize_check(*pq, i)));
           // The codes' usage: how many elements hold each code (the code-usage plot of the Error tab).
           if (!p->code_values.empty()) {
             const std::vector<uint32_t> codes = pq->codes(i);

@@ -1,6 +1,7 @@
-// The re-quantization check of io/prequant.h (PrequantizedFile::requantize_check) and its one-line summary:
-// the part of the pre-quantized reader that needs quant/ (parse_scheme, group_scale, the encoders), apart so
-// that the readers alone (the fuzz build's qs_io_fuzz) link without it. Exercise: tests/core/tst_prequant.cpp.
+// The re-quantization check of a pre-quantized tensor (quant/requant_check.h) and its one-line summary: the
+// part of the pre-quantized reader that needs quant/ (parse_scheme, group_scale, the encoders), here above the
+// readers so that io/ never includes quant/ and the readers alone (the fuzz build's qs_io_fuzz) link without
+// it. It walks the recognised group through io/prequant_impl.h. Exercise: tests/core/tst_prequant.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,8 +12,8 @@
 #include "format/encode_simd.h"
 #include "format/format.h"
 #include "format/quantize.h"
-#include "io/prequant.h"
 #include "io/prequant_impl.h"
+#include "quant/requant_check.h"
 #include "quant/scale_rule.h"
 #include "quant/scheme.h"
 
@@ -39,13 +40,14 @@ bool one_ulp_apart(float a, float b) {
 
 }  // namespace
 
-RequantCheck PrequantizedFile::requantize_check(std::size_t index) const {
+RequantCheck requantize_check(const PrequantizedFile& file, std::size_t index) {
   RequantCheck out;
-  if (index >= tensors_.size() || group_of_[index] < 0) {
+  const Group* pg = file.group(index);
+  if (!pg) {
     out.why_not = "not a recognised pre-quantized tensor";
     return out;
   }
-  const Group& g = *groups_[static_cast<std::size_t>(group_of_[index])];
+  const Group& g = *pg;
   out.scheme = g.scheme;
   if (g.scheme.empty()) {
     out.why_not = g.info.scheme_note.empty() ? "QuantScope has no matching scheme" : g.info.scheme_note;
@@ -58,7 +60,7 @@ RequantCheck PrequantizedFile::requantize_check(std::size_t index) const {
     out.why_not = e.what();
     return out;
   }
-  const Loaded L = load(*raw_, g);
+  const Loaded L = load(file.raw(), g);
   const bool affine = s.rule == ScaleRule::Affine;
   if (!affine && !L.zp.empty())
     for (float z : L.zp)

@@ -1,7 +1,7 @@
 // The GEMM benchmark: data and references per shape, then every kernel checked, then timed, with the
 // fp32 Eigen baseline first so each row carries its speedup. Exercise: `quantscope-cli bench gemm`.
 #include <cstdio>
-#include "gemm/gemm_bench.h"
+#include "bench/gemm_bench.h"
 
 #include <algorithm>
 #include <bit>
