@@ -16,7 +16,7 @@
 #include "cuda/cuda_util.cuh"
 #include "cuda/quantize_int8.cuh"
 #include "quant/int8_quant.h"
-#include "quant/scale_rule.h"  // int8_symmetric127_scale, host and device
+#include "format/scale_rule.h"  // int8_symmetric127_scale, host and device
 
 namespace qs::cuda {
 

@@ -1,6 +1,6 @@
 // CUDA per-group fake quantization: group statistics (amax by atomic max of non-negative float bits; min /
 // max keys for unsigned affine integers) -> group scale and zero point by the scheme's rule (group_scale of
-// quant/scale_rule.h, the function apply_scheme calls) -> element kernel running encode_bits (or the affine
+// format/scale_rule.h, the function apply_scheme calls) -> element kernel running encode_bits (or the affine
 // codes) with the group's scale -> host entry that validates the scheme and copies in and out.
 #include <cuda_runtime.h>
 
@@ -17,7 +17,7 @@
 #include "format/encode_bits.h"
 #include "format/format.h"
 #include "format/rng.h"
-#include "quant/scale_rule.h"
+#include "format/scale_rule.h"
 #include "quant/scheme.h"
 
 namespace qs::cuda {

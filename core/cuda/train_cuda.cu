@@ -26,7 +26,7 @@
 #include "format/encode_bits.h"
 #include "format/encode_simd.h"
 #include "format/rng.h"
-#include "quant/scale_rule.h"
+#include "format/scale_rule.h"
 #include "train/mlp.h"
 #include "util/mix64.h"
 

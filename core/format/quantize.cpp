@@ -1,6 +1,7 @@
 // Whole-tensor fake quantization: scale choice, threading, the affine path of unsigned integers,
 // statistics and SQNR. The per-element work is encode_f32 (vectorized) or encode_ref.
 #include "format/quantize.h"
+#include "format/scale_rule.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -47,13 +48,11 @@ void minmax_finite(const T* x, std::size_t n, int threads, double& lo, double& h
 
 }  // namespace
 
-// The PyTorch MinMax affine rule for quint8-like grids, computed in float32 as PyTorch does.
+// The PyTorch MinMax affine rule for quint8-like grids: the scale rule's Affine case (format/scale_rule.h).
 void affine_params(const Format& f, double lo_x, double hi_x, float& s, int32_t& zp) {
-  const float lo = std::min(static_cast<float>(lo_x), 0.0f);
-  const float hi = std::max(static_cast<float>(hi_x), 0.0f);
-  const float qmax = static_cast<float>(f.max_finite);
-  s = std::max((hi - lo) / qmax, FLT_EPSILON);
-  zp = static_cast<int32_t>(std::clamp(0.0f - std::nearbyint(lo / s), 0.0f, qmax));
+  const GroupScale g = group_scale(scale_rule_params(ScaleRule::Affine, f), GroupStats{.lo = lo_x, .hi = hi_x});
+  s = g.scale;
+  zp = g.zero_point;
 }
 
 namespace {
@@ -181,8 +180,8 @@ QuantizeResult quantize_f32(const Format& f, const EncodeOptions& opt, ScaleChoi
   } else {
     float s = 1.0f;
     if (scale.kind == ScaleChoice::Value) s = static_cast<float>(scale.value);
-    if (scale.kind == ScaleChoice::Amax && res.amax > 0)
-      s = std::max(static_cast<float>(res.amax) / static_cast<float>(f.max_finite), FLT_MIN);
+    // The schemes' amax rule (1 for an all-zero tensor), the one apply_scheme uses for "/tensor".
+    if (scale.kind == ScaleChoice::Amax) s = group_scale(scale_rule_params(ScaleRule::Amax, f), GroupStats{.amax = res.amax}).scale;
     res.scale = s;
     res.cancelled = !parallel_chunks(n, kChunk, threads, [&](std::size_t b, std::size_t e) {
       EncodeJob job;

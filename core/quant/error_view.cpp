@@ -1,7 +1,7 @@
 // The Error tab's numbers: apply_scheme (quantization + error sums), then one fused pass over (x, q)
 // that fills the value histogram and both error histograms, group by group so that each element is
 // classified against its own group's clip bound. The group scales are recomputed here with the
-// scheme's rule (group_scale of quant/scale_rule.h, the function apply_scheme calls); the pass's clipped
+// scheme's rule (group_scale of format/scale_rule.h, the function apply_scheme calls); the pass's clipped
 // count is checked against apply_scheme's in tests/tst_error_view.cpp.
 #include "quant/error_view.h"
 

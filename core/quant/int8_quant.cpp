@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "io/npy.h"
-#include "quant/scale_rule.h"
+#include "format/scale_rule.h"
 
 namespace qs {
 

@@ -1,6 +1,6 @@
 // Symmetric int8 quantization of a row-major matrix, the contract of a classic quantized-linear
 // layer: s = max(max|X| / 127, 1e-8) per tensor or per row (float32; ScaleRule::Int8Symmetric127,
-// int8_symmetric127_scale in quant/scale_rule.h), Q = clamp(rint(X / s), -127, 127) with X / s in float32. The scalar reference for the CUDA kernels (core/cuda/quantize_int8.cu).
+// int8_symmetric127_scale in format/scale_rule.h), Q = clamp(rint(X / s), -127, 127) with X / s in float32. The scalar reference for the CUDA kernels (core/cuda/quantize_int8.cu).
 // Exercise: `quantscope-cli selftest --backend cuda`, tests/tst_quantize.cpp.
 #pragma once
 

@@ -14,7 +14,7 @@
 #include "format/quantize.h"
 #include "io/prequant_impl.h"
 #include "quant/requant_check.h"
-#include "quant/scale_rule.h"
+#include "format/scale_rule.h"
 #include "quant/scheme.h"
 
 namespace qs {

@@ -19,7 +19,7 @@
 #include "format/format.h"
 #include "format/ggml_blocks.h"
 #include "quant/metrics.h"
-#include "quant/scale_rule.h"
+#include "format/scale_rule.h"
 #include "util/parallel.h"
 
 namespace qs {

@@ -1,5 +1,5 @@
 // FakeQuant: apply_scheme (scheme.cpp) for 2-D tensors, group by group with the same scale rule (group_scale
-// of quant/scale_rule.h) and encoder, keeping what training needs and apply_scheme does not return: codes,
+// of format/scale_rule.h) and encoder, keeping what training needs and apply_scheme does not return: codes,
 // the clip mask, a delayed scale. Unsigned integer formats go through apply_scheme itself.
 #include "train/fake_quant.h"
 

@@ -21,7 +21,7 @@
 #include "format/quantize.h"
 #include "quant/error_view.h"
 #include "quant/error_view_simd.h"
-#include "quant/scale_rule.h"
+#include "format/scale_rule.h"
 #include "quant/scheme.h"
 #include "test_files.h"
 #include "test_rng.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "format/format.h"
-#include "quant/scale_rule.h"
+#include "format/scale_rule.h"
 #include "quant/scheme.h"
 #include "test_files.h"
 #include "test_rng.h"

@@ -1,4 +1,4 @@
-// The four E8M0 exponent roundings of MX block scales (quant/scale_rule.h MxRounding; torchao's FLOOR, CEIL,
+// The four E8M0 exponent roundings of MX block scales (format/scale_rule.h MxRounding; torchao's FLOOR, CEIL,
 // EVEN, RCEIL), pinned on hand-computed amax values, including those where the rules disagree, and the
 // scheme spelling "e2m1fn/block:32:e8m0fnu:rceil".
 #include <gtest/gtest.h>

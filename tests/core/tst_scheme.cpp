@@ -14,7 +14,7 @@
 #include "format/rng.h"
 #include "format/quantize.h"
 #include "quant/metrics.h"
-#include "quant/scale_rule.h"
+#include "format/scale_rule.h"
 #include "quant/scheme.h"
 
 #include <algorithm>
@@ -509,7 +509,7 @@ TEST(Scheme, MxScale) {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// The one scale rule (quant/scale_rule.h)
+// The one scale rule (format/scale_rule.h)
 
 // parse_scheme decides the rule once, from the formats' properties; the appliers only read it.
 TEST(Scheme, RuleResolvedAtParse) {
@@ -639,9 +639,19 @@ TEST(Scheme, GroupScale) {
   }
 }
 
-// group_scale's Affine case and format/quantize.h's affine_params (the whole-tensor quantizer's copy of the
-// PyTorch MinMax rule) agree bit for bit, on seeded ranges and on the edges (-0, empty, one-sided, huge).
-TEST(Scheme, GroupScaleAffineMatchesAffineParams) {
+// PyTorch's MinMax observer rule for quint8-like grids as torch spells it (float32, std::min / std::max /
+// std::clamp / nearbyint in its operand order): the independent reference of group_scale's Affine case.
+static void pytorch_minmax_ref(const qs::Format& f, double lo_x, double hi_x, float& s, int32_t& zp) {
+  const float lo = std::min(static_cast<float>(lo_x), 0.0f);
+  const float hi = std::max(static_cast<float>(hi_x), 0.0f);
+  const float qmax = static_cast<float>(f.max_finite);
+  s = std::max((hi - lo) / qmax, FLT_EPSILON);
+  zp = static_cast<int32_t>(std::clamp(0.0f - std::nearbyint(lo / s), 0.0f, qmax));
+}
+
+// group_scale's Affine case (which format/quantize.h's affine_params, the whole-tensor quantizer, calls) and
+// PyTorch's MinMax rule agree bit for bit, on seeded ranges and on the edges (-0, empty, one-sided, huge).
+TEST(Scheme, GroupScaleAffineMatchesPytorchMinMax) {
   Rng rng{kDataSeed};
   std::vector<std::pair<double, double>> ranges = {
       {0.0, 0.0}, {-0.0, -0.0}, {-0.0, 0.0}, {1.0, 2.0}, {-2.0, -1.0}, {-1e-30, 1e-30}, {-double(FLT_MAX), double(FLT_MAX)},
@@ -657,11 +667,15 @@ TEST(Scheme, GroupScaleAffineMatchesAffineParams) {
     for (const auto& [lo, hi] : ranges) {
       float s;
       int32_t zp;
-      qs::affine_params(f, lo, hi, s, zp);
+      pytorch_minmax_ref(f, lo, hi, s, zp);
       const qs::GroupScale g = qs::group_scale(p, {std::max(std::fabs(lo), std::fabs(hi)), lo, hi});
       ASSERT_TRUE(bitsOf(g.scale) == bitsOf(s) && g.zero_point == zp)
           << spec << " [" << g17(lo) << ", " << g17(hi) << "]: group_scale " << g.scale << " zp " << g.zero_point
-          << ", affine_params " << s << " zp " << zp;
+          << ", PyTorch MinMax " << s << " zp " << zp;
+      float qs_s;
+      int32_t qs_zp;
+      qs::affine_params(f, lo, hi, qs_s, qs_zp);
+      ASSERT_TRUE(bitsOf(qs_s) == bitsOf(s) && qs_zp == zp) << spec << " affine_params";
     }
   }
 }

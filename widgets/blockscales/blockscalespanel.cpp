@@ -34,7 +34,7 @@
 #include <map>
 
 #include "io/csv.h"
-#include "quant/scale_rule.h"
+#include "format/scale_rule.h"
 
 namespace {
 
