@@ -186,7 +186,7 @@ void fake_quant_cases(const std::function<void(const SelftestCase&)>& report) {
                            "e2m1fn/block:32:e8m0fnu", "e4m3fn/block:32:e8m0fnu", "e3m2fn/block:16:e8m0fnu", "e4m3fn/none",
                            "int4/tensor",
                            // no device path: the CPU's FakeQuant on a copy (the plumbing: copies, counts, no codes)
-                           "uint8/tensor", "e2m1fn/block:16:e4m3fn", "e4m3fn/channel:1", "int8/tensor:p99.9"};
+                           "uint8/tensor", "e2m1fn/block:16:e4m3fn", "e3m2fn/block:32:e4m3fn", "e4m3fn/channel:1", "int8/tensor:p99.9"};
   const std::size_t shapes[][2] = {{256, 784}, {37, 101}, {1, 5}};
   for (const char* text : schemes)
     for (Rounding r : {Rounding::Nearest, Rounding::Stochastic})
@@ -307,7 +307,7 @@ void training_cases(const std::function<void(const SelftestCase&)>& report) {
       {"qat-mxfp4-stochastic",
        [](TrainConfig& c) { c.weights = "e2m1fn/block:32:e8m0fnu", c.rounding = Rounding::Stochastic; }},
       {"grid-e4m3fn", [](TrainConfig& c) { c.optimizer = OptimizerKind::Grid; }},
-      {"qat-nvfp4-uint8-on-host", [](TrainConfig& c) { c.weights = "e2m1fn/block:16:e4m3fn", c.acts = "uint8/tensor"; }},
+      {"qat-nvfp4-uint8acts-on-host", [](TrainConfig& c) { c.weights = "e2m1fn/block:16:e4m3fn", c.acts = "uint8/tensor"; }},
   };
   for (const Run& run : runs) {
     SelftestCase c;

@@ -22,6 +22,7 @@
 #include "cuda/gemm_int8.cuh"
 #include "cuda/linear_backward.cuh"
 #include "cuda/quantize_int8.cuh"
+#include "cuda/scale_grid.cuh"
 #include "cuda/train_cuda.cuh"
 #include "format/encode_bits.h"
 #include "format/encode_simd.h"
@@ -301,7 +302,7 @@ std::string fq_unsupported(const Scheme& s, ScalingMode mode) {
   if (mode == ScalingMode::Delayed && (s.granularity != Granularity::Tensor || s.rule == ScaleRule::Affine))
     return head + "delayed scaling needs a /tensor scheme of a signed format";
   if (s.rule == ScaleRule::Affine) return head + "unsigned (affine) integers fake-quantize on the CPU only";
-  if (s.rule == ScaleRule::GgmlBlock || s.rule == ScaleRule::Rounded16 || s.rule == ScaleRule::TwoLevel)
+  if (s.rule == ScaleRule::GgmlBlock || s.rule == ScaleRule::Rounded16)
     return head + "its block scales (" + to_string(s.rule) + ") are computed on the CPU only";
   if (s.mse || s.clip != Scheme::Clip::Amax) return head + "observer clips and searched scales run on the CPU only";
   if (s.block_rows > 1) return head + "2-D tiles run on the CPU only";
@@ -334,6 +335,19 @@ __global__ void fq_tensor_scale_kernel(ScaleRuleParams amax_rule, const unsigned
   if (record && hist) hist[slot] = amax_bits[0];
 }
 
+// Two-level (NVFP4) block scales: the fp32 tensor scale from the whole tensor's amax, then each block's
+// scale rounded into the scale format (grid), as FakeQuant::apply on the CPU.
+__global__ void fq_two_level_scale_kernel(ScaleRuleParams rule, const unsigned* __restrict__ amax_bits, uint64_t groups,
+                                          const unsigned* __restrict__ total_bits, detail::ScaleGrid grid,
+                                          float* __restrict__ scales) {
+  const float ts = two_level_tensor_scale(rule, double(__uint_as_float(*total_bits)));
+  QS_FOR(k, groups) {
+    GroupStats st;
+    st.amax = __uint_as_float(amax_bits[k]);
+    scales[k] = group_scale(rule, st, ts, grid).scale;
+  }
+}
+
 // Counters of a fake quantization done on the host, added to the device's slots in stream order.
 __global__ void add_host_counts_kernel(FqCountSlots slots, unsigned long long overflow, unsigned long long underflow,
                                        unsigned long long nan, unsigned long long clipped, unsigned amax, float scale,
@@ -346,9 +360,8 @@ __global__ void add_host_counts_kernel(FqCountSlots slots, unsigned long long ov
   if (tensor_scale) *tensor_scale = scale;
 }
 
-// One FakeQuant on the device. Schemes without a device path (fq_unsupported: affine integers, NVFP4's
-// two-level and 16-bit block scales, ggml blocks, observer clips and searched scales, per-column scales,
-// 2-D tiles) run the CPU's FakeQuant itself on a copy (host_): the same results by construction, at the
+// One FakeQuant on the device. Schemes without a device path (fq_unsupported: affine integers, 16-bit block
+// scales, ggml blocks, observer clips and searched scales, per-column scales, 2-D tiles) run the CPU's FakeQuant itself on a copy (host_): the same results by construction, at the
 // price of a copy each way and a host wait per call.
 class FakeQuantDev {
  public:
@@ -361,6 +374,10 @@ class FakeQuantDev {
       return;
     }
     base_ = make_kernel_params(scheme_.format, scheme_.options, 1.0f);
+    if (rule_.rule == ScaleRule::TwoLevel) {
+      grid_ = std::make_unique<detail::ScaleGridBuffers>(*scheme_.scale_format);
+      total_.resize(1);
+    }
     thr_ = float(scheme_.format.overflow_threshold);
     if (delayed_) {
       hist_.resize(std::size_t(hist_len_));
@@ -422,8 +439,12 @@ class FakeQuantDev {
     scales_.resize(groups);
     amax_.zero(groups, s);
     const bool tensor = g.kind == GroupKind::Tensor || g.kind == GroupKind::None;
-    fq_amax_kernel<<<grid_for(n), 256, 0, s>>>(x, n, g, amax_.p, tensor ? nullptr : amax_bits);
+    const bool two_level = rule_.rule == ScaleRule::TwoLevel;
+    if (two_level) total_.zero(1, s);
+    fq_amax_kernel<<<grid_for(n), 256, 0, s>>>(x, n, g, amax_.p, tensor ? nullptr : two_level ? total_.p : amax_bits);
     launched("fake-quant amax kernel");
+    if (two_level)
+      check(cudaMemcpyAsync(amax_bits, total_.p, sizeof(unsigned), cudaMemcpyDeviceToDevice, s), "copy amax");
     if (tensor)
       check(cudaMemcpyAsync(amax_bits, amax_.p, sizeof(unsigned), cudaMemcpyDeviceToDevice, s), "copy amax");
     if (g.kind == GroupKind::Tensor) {  // amax_scale, as FakeQuant::tensor_scale (current or delayed)
@@ -432,6 +453,8 @@ class FakeQuantDev {
                                               int(calls_ % uint64_t(hist_len_)), delayed_ && record, scales_.p,
                                               tensor_scale);
       if (delayed_ && record) ++calls_;
+    } else if (two_level) {
+      fq_two_level_scale_kernel<<<grid_for(groups), 256, 0, s>>>(rule_, amax_.p, groups, total_.p, grid_->grid(), scales_.p);
     } else {
       fq_scale_kernel<<<grid_for(groups), 256, 0, s>>>(rule_, amax_.p, groups, scales_.p, tensor ? tensor_scale : nullptr);
     }
@@ -450,7 +473,8 @@ class FakeQuantDev {
   bool delayed_ = false;
   int hist_len_ = 16;
   uint64_t calls_ = 0;  // recorded calls: the history holds min(calls_, hist_len_) amaxes
-  DVec<unsigned> amax_, hist_;
+  DVec<unsigned> amax_, hist_, total_;
+  std::unique_ptr<detail::ScaleGridBuffers> grid_;  // TwoLevel: the block-scale format's grid
   DVec<float> scales_;
   std::unique_ptr<FakeQuant> host_;
   std::vector<float> hx_, hy_;

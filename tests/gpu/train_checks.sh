@@ -27,6 +27,9 @@ run gpu-int8-row --epochs "$epochs" --backend cuda --int8 --int8-x row
 run gpu-qat-e4m3 --epochs "$epochs" --backend cuda --weights e4m3fn/tensor --acts e4m3fn/tensor
 run gpu-qat-e4m3-delayed --epochs "$epochs" --backend cuda --weights e4m3fn/tensor --acts e4m3fn/tensor --scaling delayed
 run gpu-grid --epochs "$epochs" --backend cuda --optimizer grid
+# NVFP4 (two-level e4m3fn block scales) on the device, weights and activations; beside it one CPU epoch.
+run gpu-qat-nvfp4 --epochs "$epochs" --backend cuda --weights e2m1fn/block:16:e4m3fn --acts e2m1fn/block:16:e4m3fn
+run cpu-qat-nvfp4-1ep --backend cpu --epochs 1 --threads 2 --weights e2m1fn/block:16:e4m3fn --acts e2m1fn/block:16:e4m3fn
 run cpu-fp32-2ep --backend cpu --epochs 2 --threads 2
 # GridOptim step by step: the same first epoch on the CPU and the GPU (steps CSVs compared by the caller).
 run cpu-grid-1ep --backend cpu --optimizer grid --epochs 1 --threads 2
