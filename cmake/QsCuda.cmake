@@ -10,15 +10,16 @@ if(NOT QS_WITH_CUDA STREQUAL "OFF")
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES 80 89 90a)
     endif()
-    # C++20 as the host code, so shared headers (gemm/gemm.h, format/float16.h) are included, not restated.
-    set(CMAKE_CUDA_STANDARD 20)
-    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     enable_language(CUDA)
-    # CMake < 3.26 does not know nvcc's C++20 flag (nvcc >= 12 has it): name it.
+    # C++20 as the host code, so shared headers (gemm/gemm.h, format/float16.h) are included, not restated.
+    # CMake < 3.26 does not know nvcc's C++20 flag (nvcc >= 12 has it): name it. The standard is set only
+    # after enable_language, whose compiler checks would otherwise ask for the flag before it is named.
     if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
       set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
       set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
     endif()
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(QS_HAVE_CUDA ON)
   elseif(QS_WITH_CUDA STREQUAL "ON")
