@@ -265,8 +265,13 @@ void TestJobRunner::restartSupersedesTheRunningJob() {
   QVERIFY(!secondRan.load());
   QVERIFY(got == (std::vector<int>{1, 2, 3}));
   for (const QList<QVariant>& v : value) QVERIFY2(v.at(0).toInt() != 999, "a superseded job's progress arrived");
+  // The watcher reports each future's state when it starts watching it: (0, 0) when the successor has set no
+  // range yet, which a bar shows as busy. The superseded job's (0, 1000) must never arrive.
   QVERIFY(!range.isEmpty());
-  for (const QList<QVariant>& r : range) QVERIFY2(r.at(1).toInt() == 3, "a superseded job's progress range arrived");
+  for (const QList<QVariant>& r : range)
+    QVERIFY2(r.at(1).toInt() == 3 || (r.at(0).toInt() == 0 && r.at(1).toInt() == 0),
+             qPrintable(QStringLiteral("a superseded job's progress range arrived: %1..%2").arg(r.at(0).toInt()).arg(r.at(1).toInt())));
+  QCOMPARE(range.last().at(1).toInt(), 3);
   QVERIFY(!value.isEmpty());
   QCOMPARE(value.last().at(0).toInt(), 3);
   QVERIFY(!job.isCancelled());
