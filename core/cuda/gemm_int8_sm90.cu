@@ -56,9 +56,8 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr) {
   return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t((8 * BK) >> 4) << 32) | (layout << 62);
 }
 
-__device__ __forceinline__ void fence_operand(int& r) { asm volatile("" : "+r"(r)::"memory"); }
-
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ void fence_operand(int& r) { asm volatile("" : "+r"(r)::"memory"); }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N>
@@ -126,6 +125,44 @@ __device__ __forceinline__ void wgmma_m64k32(int (&d)[64], uint64_t da, uint64_t
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
       : "l"(da), "l"(db), "r"(1));
 }
+
+// One K slice of a warpgroup's 64 x BN tile, the same in both kernels: the slice's MMAs issued, those of the
+// slice before retired (wait<1>), so the next slice can be awaited while these run.
+template <int BK, int R>
+__device__ __forceinline__ void mma_slice(int (&acc)[R], uint32_t sA, uint32_t sB) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) fence_operand(acc[i]);
+  wgmma_fence();
+#pragma unroll
+  for (int k = 0; k < BK / 32; ++k) wgmma_m64k32(acc, smem_desc<BK>(sA + 32 * k), smem_desc<BK>(sB + 32 * k));
+  wgmma_commit();
+  wgmma_wait<1>();
+#pragma unroll
+  for (int i = 0; i < R; ++i) fence_operand(acc[i]);
+}
+
+// Every MMA of the warpgroup retired: the accumulators are final.
+template <int R>
+__device__ __forceinline__ void mma_retire(int (&acc)[R]) {
+  wgmma_wait<0>();
+#pragma unroll
+  for (int i = 0; i < R; ++i) fence_operand(acc[i]);
+}
+
+// Warpgroup `wg`'s accumulators into the output tile in shared memory (row stride BN + kCsPad words): warp w
+// of the warpgroup holds rows 16 w .. 16 w + 15; acc[4 j .. 4 j + 3] are columns 8 j + 2 t, + 1 of rows g
+// and g + 8 (g = lane / 4, t = lane % 4), as in an m16n8 mma fragment.
+template <int BN, int R>
+__device__ __forceinline__ void acc_to_tile(const int (&acc)[R], int32_t* Cs, int wg) {
+  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
+  const int r = wg * 64 + w * 16 + g;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int c = 8 * j + 2 * t;
+    *reinterpret_cast<int2*>(Cs + r * (BN + kCsPad) + c) = make_int2(acc[4 * j], acc[4 * j + 1]);
+    *reinterpret_cast<int2*>(Cs + (r + 8) * (BN + kCsPad) + c) = make_int2(acc[4 * j + 2], acc[4 * j + 3]);
+  }
+}
 #endif
 
 template <typename C, int O>
@@ -178,32 +215,13 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     cp_async_commit();
     const uint32_t sA = sbase + (kt % C::kStages) * C::kStageBytes + wg * 64 * BK;
     const uint32_t sB = sbase + (kt % C::kStages) * C::kStageBytes + C::kABytes;
-#pragma unroll
-    for (int i = 0; i < C::kAccRegs; ++i) fence_operand(acc[i]);
-    wgmma_fence();
-#pragma unroll
-    for (int k = 0; k < BK / 32; ++k) wgmma_m64k32(acc, smem_desc<BK>(sA + 32 * k), smem_desc<BK>(sB + 32 * k));
-    wgmma_commit();
-    wgmma_wait<1>();  // keep this slice's MMAs in flight while the next slice is awaited
-#pragma unroll
-    for (int i = 0; i < C::kAccRegs; ++i) fence_operand(acc[i]);
+    mma_slice<BK>(acc, sA, sB);  // this slice's MMAs stay in flight while the next slice is awaited
   }
-  wgmma_wait<0>();
-#pragma unroll
-  for (int i = 0; i < C::kAccRegs; ++i) fence_operand(acc[i]);
+  mma_retire(acc);
   cp_async_wait<0>();
   __syncthreads();  // every warpgroup's MMAs are done with the ring: it becomes the output tile
-  // Accumulators: warp w of the warpgroup holds rows 16 w .. 16 w + 15; acc[4 j .. 4 j + 3] are columns
-  // 8 j + 2 t, + 1 of rows g and g + 8 (g = lane / 4, t = lane % 4), as in an m16n8 mma fragment.
   int32_t* Cs = reinterpret_cast<int32_t*>(smem_raw + (sbase - smem_addr(smem_raw)));
-  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
-  const int r = wg * 64 + w * 16 + g;
-#pragma unroll
-  for (int j = 0; j < C::BN / 8; ++j) {
-    const int c = 8 * j + 2 * t;
-    *reinterpret_cast<int2*>(Cs + r * (C::BN + kCsPad) + c) = make_int2(acc[4 * j], acc[4 * j + 1]);
-    *reinterpret_cast<int2*>(Cs + (r + 8) * (C::BN + kCsPad) + c) = make_int2(acc[4 * j + 2], acc[4 * j + 3]);
-  }
+  acc_to_tile<C::BN>(acc, Cs, wg);
   __syncthreads();
   if constexpr (O == kOutF32 || O == kOutF16) {
     if (gridDim.y > 1) {  // split-K: add this block's part, and the tile's last block dequantizes the sum
@@ -270,6 +288,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
 // mbarrier, which the producer waits on before refilling the slot. No thread of the consumers computes an
 // address or waits at a block-wide barrier inside the K loop. Tiles past M, N or K are zero-filled by the
 // TMA unit. Output as the kernel above (no split-K: the launcher keeps this kernel for unsplit products).
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)  // only the sm_90a kernel uses them
 __device__ __forceinline__ void mbar_init(uint32_t bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
@@ -294,6 +313,7 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
 __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+#endif
 
 template <typename C, int O>
 __global__ void __launch_bounds__(288, 1)
@@ -341,30 +361,13 @@ __global__ void __launch_bounds__(288, 1)
     const int s = kt % S;
     mbar_wait(full0 + 8 * s, unsigned((kt / S) & 1));
     const uint32_t sA = sbase + s * C::kStageBytes + wg * 64 * BK, sB = sbase + s * C::kStageBytes + C::kABytes;
-#pragma unroll
-    for (int i = 0; i < C::kAccRegs; ++i) fence_operand(acc[i]);
-    wgmma_fence();
-#pragma unroll
-    for (int k = 0; k < BK / 32; ++k) wgmma_m64k32(acc, smem_desc<BK>(sA + 32 * k), smem_desc<BK>(sB + 32 * k));
-    wgmma_commit();
-    wgmma_wait<1>();  // the previous slice's MMAs are retired: its slot can be refilled
-#pragma unroll
-    for (int i = 0; i < C::kAccRegs; ++i) fence_operand(acc[i]);
-    if (kt > 0) mbar_arrive(empty0 + 8 * ((kt - 1) % S));
+    mma_slice<BK>(acc, sA, sB);
+    if (kt > 0) mbar_arrive(empty0 + 8 * ((kt - 1) % S));  // the previous slice's MMAs are retired: refill its slot
   }
-  wgmma_wait<0>();
-#pragma unroll
-  for (int i = 0; i < C::kAccRegs; ++i) fence_operand(acc[i]);
+  mma_retire(acc);
   consumers_sync();  // both warpgroups are done with the ring: it becomes the output tile
   int32_t* Cs = reinterpret_cast<int32_t*>(smem_raw + (sbase - smem_addr(smem_raw)));
-  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
-  const int r = wg * 64 + w * 16 + g;
-#pragma unroll
-  for (int j = 0; j < C::BN / 8; ++j) {
-    const int c = 8 * j + 2 * t;
-    *reinterpret_cast<int2*>(Cs + r * (C::BN + kCsPad) + c) = make_int2(acc[4 * j], acc[4 * j + 1]);
-    *reinterpret_cast<int2*>(Cs + (r + 8) * (C::BN + kCsPad) + c) = make_int2(acc[4 * j + 2], acc[4 * j + 3]);
-  }
+  acc_to_tile<C::BN>(acc, Cs, wg);
   consumers_sync();
   drain_tile<O, C::BN, 256, C::BM>(e, Cs, m0, n0);
 #endif
