@@ -4,8 +4,10 @@
 // (SGD, Adam, GridOptim: every master and model value and every count, step by step, bit for bit);
 // the device fake quantization against FakeQuant::apply (values, codes, clip mask, counts, amax, scale),
 // delayed scaling's history included;
-// short GPU training runs on the synthetic set (every mode learns: test accuracy above 0.7, chance 0.1).
+// short GPU training runs on the synthetic set (every mode learns: test accuracy above 0.7, chance 0.1);
+// whole runs on the CPU and the GPU, step by step and weight by weight the same bits (train-equal/...).
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -21,6 +23,7 @@
 #include "train/fake_quant.h"
 #include "train/int8_linear.h"
 #include "train/optim.h"
+#include "train/trainer.h"
 
 namespace qs::cuda {
 
@@ -345,6 +348,100 @@ void training_cases(const std::function<void(const SelftestCase&)>& report) {
   }
 }
 
+// One step's metrics as a comparable text: every counter of every layer, the loss and accuracies to their last
+// bit (hexfloat), the code histograms.
+std::string step_text(const StepMetrics& m) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "step %llu loss %a train %a test %a", static_cast<unsigned long long>(m.step), m.loss,
+                m.train_acc, m.test_acc);
+  std::string t = buf;
+  for (const LayerMetrics& L : m.layers) {
+    std::snprintf(buf, sizeof buf, " | %llu %llu %llu %llu %llu %llu %llu %llu %llu %a %a %a %a",
+                  static_cast<unsigned long long>(L.flips), static_cast<unsigned long long>(L.updates),
+                  static_cast<unsigned long long>(L.bit_stalls), static_cast<unsigned long long>(L.weight_overflow),
+                  static_cast<unsigned long long>(L.weight_underflow), static_cast<unsigned long long>(L.act_overflow),
+                  static_cast<unsigned long long>(L.act_underflow), static_cast<unsigned long long>(L.weight_clipped),
+                  static_cast<unsigned long long>(L.act_clipped), double(L.weight_scale), double(L.act_scale),
+                  L.weight_amax, L.act_amax);
+    t += buf;
+    for (uint32_t v : L.code_histogram) t += " " + std::to_string(v);
+  }
+  return t;
+}
+
+// Whole runs, CPU lab against GPU lab, same configuration and seed: every step's metrics (loss to the last bit,
+// flips, bit-stalls, overflow counts, amaxes, scales, histograms), the test accuracies and the final weights
+// (W, b, the quantized or grid weights) are the same bits (issue 18: "GridOptim's codes and flip counts on
+// CUDA equal the CPU's, step by step"). Possible because both run the same canonical products
+// (train/train_gemm.h), softmax (train/repro_math.h) and sums in the same order.
+void train_equal_cases(const std::function<void(const SelftestCase&)>& report) {
+  const DataSplit d = make_synthetic_dataset(2000, 400, 11);
+  struct Run {
+    const char* name;
+    std::function<void(TrainConfig&)> set;
+  };
+  const Run runs[] = {
+      {"fp32-adam", [](TrainConfig&) {}},
+      {"fp32-sgd-wd", [](TrainConfig& c) { c.optimizer = OptimizerKind::Sgd, c.weight_decay = 1e-3; }},
+      {"qat-e4m3fn", [](TrainConfig& c) { c.weights = c.acts = "e4m3fn/tensor"; }},
+      {"qat-e4m3fn-delayed-ste-clip",
+       [](TrainConfig& c) { c.weights = c.acts = "e4m3fn/tensor", c.scaling = ScalingMode::Delayed, c.ste_zero_clipped = true; }},
+      {"qat-mxfp4-stochastic", [](TrainConfig& c) { c.weights = "e2m1fn/block:32:e8m0fnu", c.rounding = Rounding::Stochastic; }},
+      {"qat-nvfp4-uint8acts", [](TrainConfig& c) { c.weights = "e2m1fn/block:16:e4m3fn", c.acts = "uint8/tensor"; }},
+      {"grid-e4m3fn", [](TrainConfig& c) { c.optimizer = OptimizerKind::Grid; }},
+      {"grid-e2m1fn", [](TrainConfig& c) { c.optimizer = OptimizerKind::Grid, c.weights = "e2m1fn"; }},
+  };
+  for (const Run& run : runs) {
+    SelftestCase c;
+    c.name = std::string("train-equal/") + run.name + "/cuda";
+    TrainConfig cfg;
+    cfg.sizes = {784, 48, 32, 10};
+    cfg.epochs = 2;
+    cfg.batch = 50;
+    cfg.histogram_every = 7;
+    cfg.threads = 2;
+    run.set(cfg);
+    try {
+      std::vector<std::string> cpu, gpu;
+      Trainer trainer(cfg, d.train, d.test);
+      const TrainResult rc = trainer.run([&](StepMetrics m) {
+        cpu.push_back(step_text(m));
+        return true;
+      });
+      std::vector<MlpLayer> dev;
+      const TrainResult rg = cuda::train_cuda(cfg, d.train, d.test, [&](StepMetrics m) {
+        gpu.push_back(step_text(m));
+        return true;
+      }, nullptr, &dev);
+      std::size_t same = 0;
+      while (same < cpu.size() && same < gpu.size() && cpu[same] == gpu[same]) ++same;
+      std::string weights = "final weights equal";
+      for (std::size_t l = 0; l < dev.size() && l < std::size_t(trainer.model().layer_count()); ++l) {
+        const MlpLayer& H = trainer.model().layer(int(l));
+        const MlpLayer& D = dev[l];
+        const long w = first_diff(H.W, D.W), b = first_diff(H.b, D.b), q = first_diff(H.Wq, D.Wq, true);
+        if (w >= 0 || b >= 0 || q >= 0) {
+          weights = "layer " + std::to_string(l) + (w >= 0 ? " W[" + std::to_string(w) + "]" : "") +
+                    (b >= 0 ? " b[" + std::to_string(b) + "]" : "") + (q >= 0 ? " Wq[" + std::to_string(q) + "]" : "") +
+                    " differ";
+          break;
+        }
+      }
+      c.passed = rc.status == TrainResult::Status::Completed && rg.status == rc.status && cpu.size() == gpu.size() &&
+                 same == cpu.size() && dev.size() == std::size_t(trainer.model().layer_count()) &&
+                 weights == "final weights equal" && std::memcmp(&rc.test_acc, &rg.test_acc, sizeof(double)) == 0;
+      c.detail = std::to_string(same) + " of " + std::to_string(cpu.size()) + " CPU steps (" + std::to_string(gpu.size()) +
+                 " GPU steps) equal; " + weights + "; test accuracy CPU " + std::to_string(rc.test_acc) + ", GPU " +
+                 std::to_string(rg.test_acc);
+      if (same < cpu.size() && same < gpu.size()) c.detail += "; first difference: CPU " + cpu[same] + " / GPU " + gpu[same];
+    } catch (const std::exception& e) {
+      c.passed = false;
+      c.detail = e.what();
+    }
+    report(c);
+  }
+}
+
 }  // namespace
 
 void run_cuda_train_selftest(const std::function<void(const SelftestCase&)>& report) {
@@ -353,6 +450,7 @@ void run_cuda_train_selftest(const std::function<void(const SelftestCase&)>& rep
   fake_quant_cases(report);
   delayed_cases(report);
   training_cases(report);
+  train_equal_cases(report);
 }
 
 }  // namespace qs::cuda

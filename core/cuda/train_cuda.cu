@@ -1,5 +1,6 @@
 // The training lab on the GPU: device buffers -> kernels (gather, bias/ReLU, softmax cross-entropy, column
-// sums, masks, fake quantization by groups, optimizers, change counts, histograms) -> the int8 layer ->
+// sums, masks, the training products, fake quantization by groups, optimizers, change counts, histograms) ->
+// the int8 layer ->
 // the device MLP (one step = forward, loss, backward, optimizer, weight quantization, counts) -> the
 // Trainer-shaped loop -> the self-test entries. Every float operation that must equal the CPU's is written
 // with an explicit rounding intrinsic (__fmul_rn, __fadd_rn, __dmul_rn, ...), so nvcc cannot contract it
@@ -18,7 +19,6 @@
 
 #include "cuda/cuda_util.cuh"
 #include "cuda/device.h"
-#include "cuda/gemm_cublas.cuh"
 #include "cuda/gemm_int8.cuh"
 #include "cuda/linear_backward.cuh"
 #include "cuda/quantize_int8.cuh"
@@ -29,6 +29,7 @@
 #include "format/rng.h"
 #include "format/scale_rule.h"
 #include "train/mlp.h"
+#include "train/repro_math.h"
 #include "util/mix64.h"
 
 namespace qs::cuda {
@@ -105,41 +106,76 @@ __global__ void bias_relu_kernel(float* __restrict__ y, const float* __restrict_
   }
 }
 
-// Softmax cross-entropy of one row per thread, as Mlp::train_batch: loss in double, dz = float(p - onehot) / B.
+// Softmax cross-entropy of one row per thread: train/repro_math.h's row, which the CPU lab runs too.
 __global__ void softmax_ce_kernel(const float* __restrict__ z, const int* __restrict__ labels, int B, int C, float invB,
                                   float* __restrict__ dz, double* __restrict__ row_loss, unsigned* hits) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= B) return;
-  const float* zr = z + std::size_t(r) * C;
-  int arg = 0;
-  float zmax = zr[0];
-  for (int j = 1; j < C; ++j)
-    if (zr[j] > zmax) zmax = zr[j], arg = j;
-  double sum = 0;
-  for (int j = 0; j < C; ++j) sum += exp(double(zr[j]) - zmax);
-  const double lse = zmax + log(sum);
-  const int label = labels[r];
-  row_loss[r] = lse - zr[label];
-  if (arg == label) atomicAdd(hits, 1u);
-  if (dz)
-    for (int j = 0; j < C; ++j) {
-      const double p = exp(double(zr[j]) - lse);
-      dz[std::size_t(r) * C + j] = __fmul_rn(float(p - (j == label ? 1.0 : 0.0)), invB);
+  bool hit = false;
+  row_loss[r] = softmax_ce_row(z + std::size_t(r) * C, C, labels[r], invB, dz ? dz + std::size_t(r) * C : nullptr, &hit);
+  if (hit) atomicAdd(hits, 1u);
+}
+
+// Sum of the row losses, rows in order from 0 (the CPU lab's order and rounding); one thread, a batch is short.
+__global__ void sum_rows_kernel(const double* __restrict__ v, int n, double* out) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  double s = 0;
+  for (int i = 0; i < n; ++i) s = __dadd_rn(s, v[i]);
+  *out = s;
+}
+
+// The training products, each element train/train_gemm.h's canonical chain s = fma(a_k, b_k, s) from +0, so
+// the device computes the CPU lab's bits (cuBLAS sums in an order of its own, and runs parted after 5 to 39
+// steps). A 32 x 32 tile per block, 2 x 2 elements per thread, K in slices of 32 through shared memory, each
+// element's k in order. Row-major like train_gemm: op(A) is M x K (A is K x M when TA), op(B) is K x N (B is
+// N x K when TB).
+constexpr int kReproTile = 32;
+
+template <bool TA, bool TB>
+__global__ void __launch_bounds__(256) repro_gemm_kernel(int M, int N, int K, const float* __restrict__ A, int lda,
+                                                         const float* __restrict__ B, int ldb, float* __restrict__ C,
+                                                         int ldc) {
+  constexpr int T = kReproTile;
+  __shared__ float As[T][T + 1];  // As[k][i]
+  __shared__ float Bs[T][T + 1];  // Bs[k][j]
+  const int tx = int(threadIdx.x) % 16, ty = int(threadIdx.x) / 16;
+  const int i0 = int(blockIdx.y) * T, j0 = int(blockIdx.x) * T;
+  float acc[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
+  for (int k0 = 0; k0 < K; k0 += T) {
+    for (int t = int(threadIdx.x); t < T * T; t += 256) {  // loads run along each operand's contiguous index
+      const int ia = TA ? t % T : t / T, ka = TA ? t / T : t % T;
+      const int i = i0 + ia, k = k0 + ka;
+      As[ka][ia] = i < M && k < K ? (TA ? A[std::size_t(k) * lda + i] : A[std::size_t(i) * lda + k]) : 0.0f;
+      const int jb = TB ? t / T : t % T, kb = TB ? t % T : t / T;
+      const int j = j0 + jb, kk = k0 + kb;
+      Bs[kb][jb] = j < N && kk < K ? (TB ? B[std::size_t(j) * ldb + kk] : B[std::size_t(kk) * ldb + j]) : 0.0f;
+    }
+    __syncthreads();
+    const int kn = min(T, K - k0);  // never past K: fma(0, 0, -0) would turn a -0 sum into +0
+    for (int k = 0; k < kn; ++k) {
+      const float a0 = As[k][ty], a1 = As[k][ty + 16], b0 = Bs[k][tx], b1 = Bs[k][tx + 16];
+      acc[0][0] = __fmaf_rn(a0, b0, acc[0][0]);
+      acc[0][1] = __fmaf_rn(a0, b1, acc[0][1]);
+      acc[1][0] = __fmaf_rn(a1, b0, acc[1][0]);
+      acc[1][1] = __fmaf_rn(a1, b1, acc[1][1]);
+    }
+    __syncthreads();
+  }
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 2; ++c) {
+      const int i = i0 + ty + 16 * r, j = j0 + tx + 16 * c;
+      if (i < M && j < N) C[std::size_t(i) * ldc + j] = acc[r][c];
     }
 }
 
-// Sum of the row losses in a fixed order (one block), so the reported loss does not depend on scheduling.
-__global__ void sum_rows_kernel(const double* __restrict__ v, int n, double* out) {
-  __shared__ double part[256];
-  double s = 0;
-  for (int i = threadIdx.x; i < n; i += 256) s += v[i];
-  part[threadIdx.x] = s;
-  __syncthreads();
-  for (int w = 128; w > 0; w >>= 1) {
-    if (int(threadIdx.x) < w) part[threadIdx.x] += part[threadIdx.x + w];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) *out = part[0];
+// C = op(A) · op(B) on `stream` (train_gemm's arguments; no accumulation, no TA with TB).
+void repro_gemm(bool ta, bool tb, int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+                cudaStream_t stream) {
+  const dim3 grid(unsigned((N + kReproTile - 1) / kReproTile), unsigned((M + kReproTile - 1) / kReproTile));
+  if (ta) repro_gemm_kernel<true, false><<<grid, 256, 0, stream>>>(M, N, K, A, lda, B, ldb, C, ldc);
+  else if (tb) repro_gemm_kernel<false, true><<<grid, 256, 0, stream>>>(M, N, K, A, lda, B, ldb, C, ldc);
+  else repro_gemm_kernel<false, false><<<grid, 256, 0, stream>>>(M, N, K, A, lda, B, ldb, C, ldc);
+  check(cudaGetLastError(), "training product kernel");
 }
 
 // Argmax hits of a forward pass (evaluation).
@@ -952,7 +988,7 @@ class DeviceMlp {
         D.q8->forward_device(in, n, out, s_);
         if (!last) bias_relu_kernel<<<grid_for(std::size_t(n) * D.out), 256, 0, s_>>>(out, nullptr, n, D.out, false, true);
       } else {
-        lib_.sgemm(false, true, n, D.out, D.in, in, D.in, D.forward_weights(), D.in, out, D.out, s_);
+        repro_gemm(false, true, n, D.out, D.in, in, D.in, D.forward_weights(), D.in, out, D.out, s_);
         bias_relu_kernel<<<grid_for(std::size_t(n) * D.out), 256, 0, s_>>>(out, D.b.p, n, D.out, true, !last);
       }
       launched("bias / ReLU kernel");
@@ -974,14 +1010,14 @@ class DeviceMlp {
       if (D.q8) {
         D.q8->backward_device(dz_.p, dprev, s_);
       } else {
-        lib_.sgemm(true, false, D.out, D.in, n, dz_.p, D.out, in_[std::size_t(li)], D.in, D.dW.p, D.in, s_);
+        repro_gemm(true, false, D.out, D.in, n, dz_.p, D.out, in_[std::size_t(li)], D.in, D.dW.p, D.in, s_);
         colsum_kernel<<<(D.out + 127) / 128, 128, 0, s_>>>(dz_.p, n, D.out, D.db.p);
         launched("column sums");
         if (D.wq && cfg_.ste_zero_clipped) {
           zero_where_kernel<<<grid_for(D.W.n), 256, 0, s_>>>(D.dW.p, D.clipped.p, std::size_t(D.out) * D.in);
           launched("STE mask");
         }
-        if (dprev) lib_.sgemm(false, false, n, D.in, D.out, dz_.p, D.out, D.forward_weights(), D.in, dprev, D.in, s_);
+        if (dprev) repro_gemm(false, false, n, D.in, D.out, dz_.p, D.out, D.forward_weights(), D.in, dprev, D.in, s_);
       }
       if (dprev) {
         const uint8_t* clip = (D.aq && cfg_.ste_zero_clipped) ? D.aclip.p : nullptr;
@@ -1185,7 +1221,6 @@ class DeviceMlp {
 
   TrainConfig cfg_;
   cudaStream_t s_ = nullptr;
-  GemmLibrary lib_;
   std::unique_ptr<OptimDev> opt_;
   std::vector<DevLayer> layers_;
   DVec<LayerCounts> counts_;

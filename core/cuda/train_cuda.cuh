@@ -1,5 +1,5 @@
 // The training lab on the GPU: the trainable int8 linear layer (the CUDA twin of train/int8_linear.h), the
-// Fashion-MNIST MLP trained with cuBLAS float32 products, int8 layers, or STE fake quantization, and the
+// Fashion-MNIST MLP trained with float32 products, int8 layers, or STE fake quantization, and the
 // optimizers (SGD, Adam, GridOptim) as device kernels with the CPU's arithmetic, so that for the same inputs
 // they write the same bits as train/optim.h. No CUDA types here; without a CUDA build every entry throws
 // std::runtime_error saying so (train_stub.cpp). Exercise: `quantscope-cli selftest --backend cuda` (cases
@@ -11,13 +11,15 @@
 //
 // What runs on the GPU, per step (one host synchronisation per step, for the metrics):
 //   the batch gathered on the device from the resident uint8 images (pixel * (1/255), as Dataset::gather);
-//   forward: fp32 / fake-quant layers Y = in * W^T (cublasGemmEx, float32 compute, no TF32) + b, ReLU; int8
+//   forward: fp32 / fake-quant layers Y = in * W^T (train_gemm's canonical FMA chains) + b, ReLU; int8
 //   layers as Int8LinearCuda; softmax cross-entropy; backward: dW = dz^T in, dX = dz W (or the int8 layer's
 //   backward kernels), db column sums in row order, the STE (and its clip masks); the optimizer kernels; the
 //   weight fake quantization for the next step; flips, bit-stalls and code histograms counted on the device.
 // The epoch order, the initial weights, and every seed (stochastic rounding, GridOptim's draws) are the CPU
-// lab's. Float32 sums run in cuBLAS's order, not Eigen's, so a GPU run is not the CPU run bit for bit; the
-// pieces that take the same inputs (optimizer steps, fake quantization, the int8 forward) are.
+// lab's, and so is every float operation: the products' summation order (train/train_gemm.h), the softmax
+// (train/repro_math.h), the sums of db and of the loss. A float32, fake-quantization or GridOptim run on the
+// GPU is therefore the CPU's run bit for bit, step by step (the self-test's train-equal/... cases check it).
+// int8-layer runs are not: their backward runs cuBLAS on dequantized operands (the forward is exact).
 #pragma once
 
 #include <atomic>

@@ -1,5 +1,6 @@
 // Mlp: forward and backward as train_gemm products over 2 fixed shards (batch rows for activations and input
-// gradients, output rows for weight gradients), fake quantization between layers, softmax cross-entropy.
+// gradients, output rows for weight gradients), fake quantization between layers, softmax cross-entropy
+// (repro_math.h). Every step is the same bits whatever the SIMD level, the thread count and on the GPU.
 #include "train/mlp.h"
 #include "util/mix64.h"
 
@@ -10,6 +11,7 @@
 
 #include "format/rng.h"
 #include "train/dataset.h"
+#include "train/repro_math.h"
 #include "train/shard_pool.h"
 #include "train/train_gemm.h"
 
@@ -180,25 +182,13 @@ double Mlp::train_batch(const float* x, const int* labels, int batch, int* corre
   forward_impl(x, batch, true, seed, act_stats);
   Work& w = *work_;
 
-  // Softmax cross-entropy and dL/dlogits = (p - onehot) / B, row by row.
+  // Softmax cross-entropy and dL/dlogits = (p - onehot) / B, row by row (the GPU's kernel runs the same row).
   const float invB = 1.0f / float(B);
   pool_->run(kShards, [&](int s) {
     for (std::size_t r = shard_begin(B, s); r < shard_end(B, s); ++r) {
-      const float* z = w.logits.data() + r * C;
-      float* d = w.dz.data() + r * C;
-      std::size_t arg = 0;
-      float zmax = z[0];
-      for (std::size_t j = 1; j < C; ++j)
-        if (z[j] > zmax) { zmax = z[j]; arg = j; }
-      double sum = 0;
-      for (std::size_t j = 0; j < C; ++j) sum += std::exp(double(z[j]) - zmax);
-      const double lse = zmax + std::log(sum);
-      w.row_loss[r] = lse - z[labels[r]];
-      w.row_correct[r] = int(arg) == labels[r];
-      for (std::size_t j = 0; j < C; ++j) {
-        const double p = std::exp(double(z[j]) - lse);
-        d[j] = float(p - (int(j) == labels[r] ? 1.0 : 0.0)) * invB;
-      }
+      bool hit = false;
+      w.row_loss[r] = softmax_ce_row(w.logits.data() + r * C, int(C), labels[r], invB, w.dz.data() + r * C, &hit);
+      w.row_correct[r] = hit;
     }
   });
   double loss = 0;

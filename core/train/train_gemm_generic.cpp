@@ -1,4 +1,4 @@
-// The baseline build of the training products (see train_gemm_impl.h) and the run-time dispatch.
+// The scalar build of the training products (see train_gemm_impl.h) and the run-time dispatch.
 #include "train/train_gemm.h"
 
 #include <stdexcept>
@@ -6,7 +6,6 @@
 
 #define QS_TRAIN_GEMM_ENTRY train_gemm_generic
 #include "train/train_gemm_impl.h"
-#undef Eigen
 
 namespace qs {
 

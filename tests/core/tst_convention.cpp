@@ -132,9 +132,8 @@ TEST(Convention, ComparisonRangesOnProbes) {
   // ... and part on e5m2 only at the NaN inputs.
   const qs::ConventionComparison e5 = qs::compare_conventions(qs::parse_format("e5m2"), {"ml_dtypes", "torch"});
   EXPECT_EQ(e5.differing, 2u);
-  for (std::size_t i = 0; i < e5.inputs.size(); ++i) {
-    if (e5.differ[i]) EXPECT_TRUE(std::isnan(e5.inputs[i]));
-  }
+  for (std::size_t i = 0; i < e5.inputs.size(); ++i)
+    EXPECT_TRUE(!e5.differ[i] || std::isnan(e5.inputs[i])) << e5.inputs[i];
   // Ties even vs away: single points (the midpoints whose lower neighbour is even), never a wider range.
   const qs::ConventionComparison ta = qs::compare_conventions(qs::parse_format("e2m1fn"), {"mx-even", "mx-nearest"});
   ASSERT_FALSE(ta.ranges.empty());
@@ -146,9 +145,8 @@ TEST(Convention, SixteenBitFormats) {
   // but the other conventions compare: they part only beyond max (ml_dtypes: inf, satfinite: max) and on NaN.
   const qs::ConventionComparison c = qs::compare_conventions(qs::parse_format("bf16"), {"ml_dtypes", "satfinite"});
   EXPECT_GT(c.differing, 0u);
-  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
-    if (c.differ[i]) EXPECT_TRUE(std::isnan(c.inputs[i]) || std::fabs(c.inputs[i]) > 3.3e38f) << c.inputs[i];
-  }
+  for (std::size_t i = 0; i < c.inputs.size(); ++i)
+    EXPECT_TRUE(!c.differ[i] || std::isnan(c.inputs[i]) || std::fabs(c.inputs[i]) > 3.3e38f) << c.inputs[i];
   EXPECT_THROW(qs::compare_conventions(qs::parse_format("bf16"), {"ml_dtypes", "qpytorch"}), qs::FormatError);
   EXPECT_GT(qs::compare_conventions(qs::parse_format("fp16"), {"ml_dtypes", "satfinite"}).differing, 0u);
 }

@@ -1,8 +1,8 @@
 // Mlp (core/train/mlp.h): analytic gradients against central finite differences, results independent of
 // the thread count, the straight-through estimator through fake-quantized weights (gradient unchanged, or
 // zero where clipped) and through fake-quantized activations (against a hand-written reference), the
-// training products against a double reference at every SIMD level (a level this CPU lacks shows as
-// skipped), and bad input.
+// training products against a double reference and bit for bit against their canonical FMA chain at every
+// SIMD level (a level this CPU lacks shows as skipped), and bad input.
 // Run: ninja -C build tst_mlp && build/tests/core/tst_mlp
 #include <gtest/gtest.h>
 
@@ -368,6 +368,52 @@ TEST_P(MlpAtLevel, TrainGemmMatchesDouble) {
       for (int i = 0; i < M; ++i)  // the padding is never written
         for (int j = N; j < ldc; ++j) EXPECT_EQ(Cm[std::size_t(i * ldc + j)], C0[std::size_t(i * ldc + j)]) << i << "," << j;
     }
+}
+
+// Every element is the canonical chain s = fma(a_k, b_k, s) from +0 (train_gemm.h), bit for bit, at every
+// level: sizes around the register blocks (rows 1..9 x columns 1..40, both sides of 8 / 6 / 4 rows and 8 / 16 /
+// 32 columns), every layout, accumulation, and special values (NaN, infinities, signed zeros, subnormals,
+// products that overflow), which the tolerance test above cannot see.
+TEST_P(MlpAtLevel, TrainGemmIsTheCanonicalChain) {
+  const qs::SimdLevel level = GetParam();
+  Rng rng = Rng::from_tag("canonical-chain");
+  const float specials[] = {0.0f, -0.0f, 1e-40f, -3e-39f, INFINITY, -INFINITY, NAN, 3e38f, -2e38f, 1.0f};
+  std::size_t checked = 0;
+  for (int v = 0; v < 3; ++v)
+    for (int M : {1, 5, 6, 7, 8, 9})
+      for (int N : {1, 7, 8, 15, 16, 17, 31, 32, 33, 40})
+        for (bool acc : {false, true}) {
+          const bool ta = v == 2, tb = v == 1;
+          const int K = 1 + (M * 7 + N) % 23, pad = 2;
+          const int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+          std::vector<float> A(std::size_t((ta ? K : M) * lda)), Bm(std::size_t((tb ? N : K) * ldb)), Cm(std::size_t(M * ldc));
+          auto fill = [&](std::vector<float>& x, bool special) {
+            for (float& e : x) e = special && rng.next() % 9 == 0 ? specials[rng.next() % 10] : float(rng.between(-1, 1));
+          };
+          const bool special = (M + N) % 3 == 0;  // a third of the shapes carry special values
+          fill(A, special);
+          fill(Bm, special);
+          fill(Cm, special);
+          const std::vector<float> C0 = Cm;
+          qs::train_gemm(ta, tb, M, N, K, A.data(), lda, Bm.data(), ldb, Cm.data(), ldc, acc, level);
+          for (int i = 0; i < M; ++i)
+            for (int j = 0; j < N; ++j) {
+              float c = 0.0f;
+              for (int k = 0; k < K; ++k)
+                c = std::fma(ta ? A[std::size_t(k * lda + i)] : A[std::size_t(i * lda + k)],
+                             tb ? Bm[std::size_t(j * ldb + k)] : Bm[std::size_t(k * ldb + j)], c);
+              if (acc) c = C0[std::size_t(i * ldc + j)] + c;
+              const float got = Cm[std::size_t(i * ldc + j)];
+              uint32_t gb, wb;
+              std::memcpy(&gb, &got, 4);
+              std::memcpy(&wb, &c, 4);
+              if (gb != wb && !(std::isnan(got) && std::isnan(c)))
+                FAIL() << qs::to_string(level) << (ta ? " AtB" : tb ? " ABt" : " AB") << (acc ? " acc" : "") << " M=" << M
+                       << " N=" << N << " K=" << K << ": C[" << i << "," << j << "] = " << got << ", the chain gives " << c;
+              ++checked;
+            }
+        }
+  EXPECT_GT(checked, 10000u);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLevels, MlpAtLevel,

@@ -16,11 +16,11 @@ label = sys.argv[3] if len(sys.argv) > 3 else "runs"
 n = min(len(a), len(b))
 first = None
 for i in range(n):
-    if a[i]["loss"] != b[i]["loss"] or a[i]["flips"] != b[i]["flips"] or a[i]["bit_stalls"] != b[i]["bit_stalls"]:
+    if a[i] != b[i]:  # every column: loss, accuracies, flips, updates, bit-stalls, overflow, underflow
         first = i
         break
 same = n if first is None else first
-print(f"{label}: {n} steps compared; identical loss, flips and bit-stalls for the first {same} steps")
+print(f"{label}: {n} steps compared ({len(a)} and {len(b)} in the files); every column identical for the first {same} steps")
 if first is not None:
     r = first
     print(f"  first difference at step {a[r]['step']}: loss {a[r]['loss']} vs {b[r]['loss']}, "

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU machine's training checks (issue 18) in one command: build core + CLI with CUDA, the CUDA self-test
 # (int8 layer, optimizers, fake quantization and short training runs included), then Fashion-MNIST trained on
-# the GPU in each mode (fp32, int8 layers, E4M3 QAT, GridOptim) and fp32 on the CPU for the epoch time beside it.
+# the GPU in each mode (fp32, int8 layers, E4M3 QAT, GridOptim), then the same runs on the CPU lab compared with
+# the GPU's step by step (steps CSVs) and weight by weight (the saved .safetensors), with the CPU's epoch times.
 # Usage: tests/gpu/train_checks.sh OUT_DIR [epochs] [cmake args]   (data: .deps/fashion-mnist, tests/gpu/make_deps.sh)
 set -u
 out=${1:?usage: tests/gpu/train_checks.sh OUT_DIR [epochs] [cmake args]}; shift
@@ -29,8 +30,15 @@ run gpu-qat-e4m3-delayed --epochs "$epochs" --backend cuda --weights e4m3fn/tens
 run gpu-grid --epochs "$epochs" --backend cuda --optimizer grid
 # NVFP4 (two-level e4m3fn block scales) on the device, weights and activations; beside it one CPU epoch.
 run gpu-qat-nvfp4 --epochs "$epochs" --backend cuda --weights e2m1fn/block:16:e4m3fn --acts e2m1fn/block:16:e4m3fn
-run cpu-qat-nvfp4-1ep --backend cpu --epochs 1 --threads 2 --weights e2m1fn/block:16:e4m3fn --acts e2m1fn/block:16:e4m3fn
-run cpu-fp32-2ep --backend cpu --epochs 2 --threads 2
-# GridOptim step by step: the same first epoch on the CPU and the GPU (steps CSVs compared by the caller).
-run cpu-grid-1ep --backend cpu --optimizer grid --epochs 1 --threads 2
-run gpu-grid-1ep --backend cuda --optimizer grid --epochs 1
+# CPU = GPU, whole runs (issue 18): the same runs on the CPU lab, steps CSVs and saved weights compared.
+same() {  # name, epochs, args...
+  local name=$1 ep=$2; shift 2
+  run "cpu-$name" --backend cpu --threads 2 --epochs "$ep" --save "$out/cpu-$name.safetensors" "$@"
+  run "gpu-$name-cmp" --backend cuda --epochs "$ep" --save "$out/gpu-$name.safetensors" "$@"
+  python3 tests/gpu/compare_steps.py "$out/steps_cpu-$name.csv" "$out/steps_gpu-$name-cmp.csv" "$name CPU vs GPU"
+  python3 tests/gpu/same_tensors.py "$out/cpu-$name.safetensors" "$out/gpu-$name.safetensors"
+}
+same fp32 "$epochs"
+same grid "$epochs" --optimizer grid
+same qat-e4m3 "$epochs" --weights e4m3fn/tensor --acts e4m3fn/tensor
+same qat-nvfp4 3 --weights e2m1fn/block:16:e4m3fn --acts e2m1fn/block:16:e4m3fn
