@@ -31,6 +31,7 @@ template <int BN_, int BK_, int STAGES_, int AHEAD_, int MIN_BLOCKS_>
 struct WgCfg {
   static constexpr int BM = 128, BN = BN_, BK = BK_, kStages = STAGES_, kAhead = AHEAD_, kMinBlocks = MIN_BLOCKS_;
   static constexpr int kThreads = 256, kAccRegs = BN / 2;
+  static_assert(kAccRegs * 2 == BN, "a warpgroup's 64 x BN int32 tile over its 128 threads");
   static constexpr int kABytes = BM * BK, kBBytes = BN * BK, kStageBytes = kABytes + kBBytes;
   static constexpr int kAlign = BK == 128 ? 1024 : 512;  // the swizzle pattern's period
   static constexpr int kSmem = kStages * kStageBytes + kAlign;

@@ -46,6 +46,9 @@ void gemm_cases(const std::function<void(const SelftestCase&)>& report) {
       {1100, 272, 4100, true, true, false},  {1000, 272, 4100, false, true, false},
       // More K slices than the ring holds, with a K tail (1040 = 8 x 128 + 16).
       {1030, 1040, 4100, true, true, false},
+      // The persistent TMA kernel: an odd N (its stores go one by one), and about 4 tiles per block, so the
+      // ring's phases carry across tiles (2 K slices each, a K tail).
+      {1100, 272, 4099, false, true, false}, {2050, 136, 8190, true, true, false},
   };
   for (const GemmCase& c : cases) {
     const int M = c.M, K = c.K, N = c.N;
