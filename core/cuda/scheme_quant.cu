@@ -12,6 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "cuda/affine_quant.cuh"
 #include "cuda/cuda_util.cuh"
 #include "cuda/scale_grid.cuh"
 #include "cuda/scheme_quant.cuh"
@@ -81,42 +82,13 @@ __global__ void group_quant_kernel(KernelParams p, const float* __restrict__ x, 
 }
 
 
-// Unsigned affine integers (uint8, uint4) take per group the finite min and max, as order-preserving integer
-// keys so that atomics can take them; the other rules the amax.
-__device__ __forceinline__ int order_key(float f) {
-  const int b = __float_as_int(f);
-  return b >= 0 ? b : b ^ 0x7FFFFFFF;
-}
-__device__ __forceinline__ float key_value(int k) { return __int_as_float(k >= 0 ? k : k ^ 0x7FFFFFFF); }
-
-__global__ void group_minmax_kernel(const float* __restrict__ x, uint64_t n, Grouping g, int* lo_key, int* hi_key) {
-  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
-    const float v = x[i];
-    if (fabsf(v) <= FLT_MAX) {
-      const uint64_t gi = g.group(i);
-      atomicMin(&lo_key[gi], order_key(v));
-      atomicMax(&hi_key[gi], order_key(v));
-    }
-  }
-}
-
-// Each group's scale (and zero point, Affine) by the scheme's rule. amax_bits for every rule but Affine,
-// lo_key / hi_key and zero_points for Affine; ts and grid for TwoLevel.
-__global__ void group_scale_kernel(ScaleRuleParams rule, const unsigned int* amax_bits, const int* lo_key,
-                                   const int* hi_key, uint64_t groups, float ts, ScaleGrid grid, float* scales,
-                                   int* zero_points) {
+// Each group's scale by the scheme's rule from its amax (ts and grid for TwoLevel); Affine: affine_quant.cuh.
+__global__ void group_scale_kernel(ScaleRuleParams rule, const unsigned int* amax_bits, uint64_t groups, float ts,
+                                   ScaleGrid grid, float* scales) {
   for (uint64_t k = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; k < groups; k += uint64_t(gridDim.x) * blockDim.x) {
     GroupStats st;
-    if (rule.rule == ScaleRule::Affine) {
-      const bool any = lo_key[k] <= hi_key[k];
-      st.lo = any ? key_value(lo_key[k]) : 0.0f;
-      st.hi = any ? key_value(hi_key[k]) : 0.0f;
-    } else {
-      st.amax = __uint_as_float(amax_bits[k]);
-    }
-    const GroupScale gs = group_scale(rule, st, ts, grid);
-    scales[k] = gs.scale;
-    if (zero_points) zero_points[k] = gs.zero_point;
+    st.amax = __uint_as_float(amax_bits[k]);
+    scales[k] = group_scale(rule, st, ts, grid).scale;
   }
 }
 
@@ -139,38 +111,7 @@ __global__ void affine_quant_kernel(const float* __restrict__ x, float* __restri
   BitsCounts c;
   for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
     const uint64_t gi = g.group(i);
-    const float sc = scales[gi];
-    const int zp = zero_points[gi];
-    const float xi = x[i];
-    double q;
-    if (isnan(xi)) {
-      ++c.nan;
-      q = zp;
-    } else {
-      const double yv = double(__fdiv_rn(xi, sc));
-      double r;
-      if (isinf(yv)) {
-        r = yv;
-      } else if (rounding == int(Rounding::Nearest)) {
-        r = rint(yv);
-      } else if (rounding == int(Rounding::NearestAway)) {
-        r = round(yv);
-      } else if (rounding == int(Rounding::TowardZero)) {
-        r = trunc(yv);
-      } else {
-        const double fl = floor(yv);
-        r = fl + (double(stochastic_bits(seed, i)) < floor((yv - fl) * 4294967296.0) ? 1 : 0);
-      }
-      q = r + zp;
-      if (q < 0 || q > qmax) {
-        ++c.overflow;
-        q = fmin(fmax(q, 0.0), qmax);
-      } else if (q == zp && xi != 0.0f) {
-        ++c.underflow;
-      }
-    }
-    const uint32_t code = uint32_t(q);
-    y[i] = __double2float_rn(double(int32_t(code) - zp) * double(sc));
+    y[i] = detail::affine_encode(x[i], scales[gi], zero_points[gi], qmax, rounding, seed, i, c);
   }
   warp_add_counts(c, counts);
 }
@@ -270,25 +211,20 @@ SchemeOutput apply_scheme_cuda(const Scheme& s, const float* x, const std::vecto
 
   if (rule.rule == ScaleRule::Affine) {
     DeviceBuffer<int> dlo(groups), dhi(groups), dzp(groups);
-    std::vector<int> lo(groups, INT32_MAX), hi(groups, INT32_MIN);  // empty: lo > hi
-    check(cudaMemcpy(dlo.ptr, lo.data(), groups * 4, cudaMemcpyHostToDevice), "copy to device");
-    check(cudaMemcpy(dhi.ptr, hi.data(), groups * 4, cudaMemcpyHostToDevice), "copy to device");
-    group_minmax_kernel<<<blocks, threads>>>(dx.ptr, n, g, dlo.ptr, dhi.ptr);
-    group_scale_kernel<<<gblocks, 256>>>(rule, nullptr, dlo.ptr, dhi.ptr, groups, 1.0f, ScaleGrid{}, ds.ptr, dzp.ptr);
+    DeviceBuffer<unsigned int> damax(1);
+    check(cudaMemset(damax.ptr, 0, 4), "memset");
+    detail::affine_minmax_init_kernel<<<gblocks, 256>>>(dlo.ptr, dhi.ptr, groups);
+    detail::affine_minmax_kernel<<<blocks, threads>>>(dx.ptr, n, g, dlo.ptr, dhi.ptr);
+    detail::affine_scale_kernel<<<gblocks, 256>>>(rule, dlo.ptr, dhi.ptr, groups, ds.ptr, dzp.ptr, damax.ptr);
     affine_quant_kernel<<<blocks, threads>>>(dx.ptr, dy.ptr, n, g, ds.ptr, dzp.ptr, s.format.max_finite,
                                              int(s.options.rounding), s.options.seed, dc.ptr);
     check(cudaGetLastError(), "kernel launch");
     check(cudaDeviceSynchronize(), "affine scheme kernels");
-    check(cudaMemcpy(lo.data(), dlo.ptr, groups * 4, cudaMemcpyDeviceToHost), "copy back");
-    check(cudaMemcpy(hi.data(), dhi.ptr, groups * 4, cudaMemcpyDeviceToHost), "copy back");
-    auto value = [](int k) {
-      const int32_t b = k >= 0 ? k : k ^ 0x7FFFFFFF;
-      float f;
-      std::memcpy(&f, &b, 4);
-      return double(f);
-    };
-    for (uint64_t k = 0; k < groups; ++k)
-      if (lo[k] <= hi[k]) out.amax = std::max({out.amax, std::fabs(value(lo[k])), std::fabs(value(hi[k]))});
+    unsigned int amax_bits = 0;
+    check(cudaMemcpy(&amax_bits, damax.ptr, 4, cudaMemcpyDeviceToHost), "copy back");
+    float amax;
+    std::memcpy(&amax, &amax_bits, 4);
+    out.amax = double(amax);
   } else {
     const KernelParams p = make_kernel_params(s.format, s.options, 1.0f);
     DeviceBuffer<unsigned int> da(groups);
@@ -318,8 +254,7 @@ SchemeOutput apply_scheme_cuda(const Scheme& s, const float* x, const std::vecto
         check(cudaGetLastError(), "kernel launch");
         check(cudaDeviceSynchronize(), "block scale search");
       } else {
-        group_scale_kernel<<<gblocks, 256>>>(rule, da.ptr, nullptr, nullptr, groups, out.tensor_scale, sg.grid(), ds.ptr,
-                                             nullptr);
+        group_scale_kernel<<<gblocks, 256>>>(rule, da.ptr, groups, out.tensor_scale, sg.grid(), ds.ptr);
       }
       group_quant_kernel<<<blocks, threads>>>(p, dx.ptr, dy.ptr, n, g, ds.ptr, dc.ptr);
       check(cudaGetLastError(), "kernel launch");
@@ -348,7 +283,7 @@ SchemeOutput apply_scheme_cuda(const Scheme& s, const float* x, const std::vecto
       check(cudaGetLastError(), "kernel launch");
       check(cudaDeviceSynchronize(), "scheme kernels");
     } else {
-      group_scale_kernel<<<gblocks, 256>>>(rule, da.ptr, nullptr, nullptr, groups, 1.0f, ScaleGrid{}, ds.ptr, nullptr);
+      group_scale_kernel<<<gblocks, 256>>>(rule, da.ptr, groups, 1.0f, ScaleGrid{}, ds.ptr);
       group_quant_kernel<<<blocks, threads>>>(p, dx.ptr, dy.ptr, n, g, ds.ptr, dc.ptr);
       check(cudaGetLastError(), "kernel launch");
       check(cudaDeviceSynchronize(), "scheme kernels");

@@ -187,9 +187,12 @@ void optimizer_cases(const std::function<void(const SelftestCase&)>& report) {
 void fake_quant_cases(const std::function<void(const SelftestCase&)>& report) {
   const char* schemes[] = {"e4m3fn/tensor", "e5m2/tensor", "e4m3fn/channel:0", "int8/tensor", "int8/channel:0",
                            "e2m1fn/block:32:e8m0fnu", "e4m3fn/block:32:e8m0fnu", "e3m2fn/block:16:e8m0fnu", "e4m3fn/none",
-                           "int4/tensor",
+                           "int4/tensor", "e2m1fn/block:16:e4m3fn", "e3m2fn/block:32:e4m3fn",
+                           // per-column scales (stochastic draws by column-major index) and unsigned affine integers
+                           "e4m3fn/channel:1", "int8/channel:1", "uint8/tensor", "uint8/channel:0", "uint4/channel:1",
+                           "uint8/block:32",
                            // no device path: the CPU's FakeQuant on a copy (the plumbing: copies, counts, no codes)
-                           "uint8/tensor", "e2m1fn/block:16:e4m3fn", "e3m2fn/block:32:e4m3fn", "e4m3fn/channel:1", "int8/tensor:p99.9"};
+                           "int8/tensor:p99.9", "e2m1fn/block:16:e4m3fn:mse"};
   const std::size_t shapes[][2] = {{256, 784}, {37, 101}, {1, 5}};
   for (const char* text : schemes)
     for (Rounding r : {Rounding::Nearest, Rounding::Stochastic})
@@ -310,7 +313,8 @@ void training_cases(const std::function<void(const SelftestCase&)>& report) {
       {"qat-mxfp4-stochastic",
        [](TrainConfig& c) { c.weights = "e2m1fn/block:32:e8m0fnu", c.rounding = Rounding::Stochastic; }},
       {"grid-e4m3fn", [](TrainConfig& c) { c.optimizer = OptimizerKind::Grid; }},
-      {"qat-nvfp4-uint8acts-on-host", [](TrainConfig& c) { c.weights = "e2m1fn/block:16:e4m3fn", c.acts = "uint8/tensor"; }},
+      {"qat-nvfp4-uint8acts", [](TrainConfig& c) { c.weights = "e2m1fn/block:16:e4m3fn", c.acts = "uint8/tensor"; }},
+      {"qat-int8-p99.9-on-host", [](TrainConfig& c) { c.weights = "int8/channel:0", c.acts = "int8/tensor:p99.9"; }},
   };
   for (const Run& run : runs) {
     SelftestCase c;
@@ -388,6 +392,11 @@ void train_equal_cases(const std::function<void(const SelftestCase&)>& report) {
        [](TrainConfig& c) { c.weights = c.acts = "e4m3fn/tensor", c.scaling = ScalingMode::Delayed, c.ste_zero_clipped = true; }},
       {"qat-mxfp4-stochastic", [](TrainConfig& c) { c.weights = "e2m1fn/block:32:e8m0fnu", c.rounding = Rounding::Stochastic; }},
       {"qat-nvfp4-uint8acts", [](TrainConfig& c) { c.weights = "e2m1fn/block:16:e4m3fn", c.acts = "uint8/tensor"; }},
+      {"qat-uint8w-uint4acts-stochastic",
+       [](TrainConfig& c) { c.weights = "uint8/channel:0", c.acts = "uint4/tensor", c.rounding = Rounding::Stochastic; }},
+      {"qat-columns-stochastic",
+       [](TrainConfig& c) { c.weights = c.acts = "e4m3fn/channel:1", c.rounding = Rounding::Stochastic; }},
+      {"qat-int8-p99.9-on-host", [](TrainConfig& c) { c.weights = "int8/channel:0", c.acts = "int8/tensor:p99.9"; }},
       {"grid-e4m3fn", [](TrainConfig& c) { c.optimizer = OptimizerKind::Grid; }},
       {"grid-e2m1fn", [](TrainConfig& c) { c.optimizer = OptimizerKind::Grid, c.weights = "e2m1fn"; }},
   };

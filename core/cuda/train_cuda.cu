@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/affine_quant.cuh"
 #include "cuda/cuda_util.cuh"
 #include "cuda/device.h"
 #include "cuda/gemm_int8.cuh"
@@ -258,18 +259,23 @@ __global__ void grid_histogram_kernel(const uint16_t* __restrict__ idx, uint64_t
 
 // ---- fake quantization by groups (FakeQuant::apply, current scaling) ---------------------------------------
 
-enum class GroupKind : uint8_t { Tensor, Row, Block, None };
+enum class GroupKind : uint8_t { Tensor, Row, Column, Block, None };
 
 struct FqGroups {
   GroupKind kind = GroupKind::Tensor;
-  uint64_t cols = 1, block = 1, blocks_per_row = 1;
+  uint64_t rows = 1, cols = 1, block = 1, blocks_per_row = 1;
+  bool column_draws = false;  // stochastic draws by column-major index (FakeQuant's per-column path)
   __host__ __device__ uint64_t group(uint64_t i) const {
     switch (kind) {
       case GroupKind::Row: return i / cols;
+      case GroupKind::Column: return i % cols;
       case GroupKind::Block: return (i / cols) * blocks_per_row + (i % cols) / block;
       default: return 0;
     }
   }
+  // The index element i draws its stochastic rounding by: FakeQuant gathers each column and draws by
+  // (column * rows + row); every other layout (apply_scheme's too) by the flat index.
+  __host__ __device__ uint64_t draw(uint64_t i) const { return column_draws ? (i % cols) * rows + i / cols : i; }
 };
 
 __global__ void fq_amax_kernel(const float* __restrict__ x, uint64_t n, FqGroups g, unsigned* __restrict__ amax_bits,
@@ -318,7 +324,7 @@ __global__ void fq_quant_kernel(KernelParams p, const float* __restrict__ x, flo
     q.scale = sc;
     uint32_t code;
     float v;
-    const uint32_t rnd = p.stochastic ? stochastic_bits(p.seed, i) : 0u;
+    const uint32_t rnd = p.stochastic ? stochastic_bits(p.seed, g.draw(i)) : 0u;
     encode_bits(q, xi, rnd, code, v, c);
     y[i] = v;
     if (codes) codes[i] = uint16_t(code);
@@ -332,19 +338,34 @@ __global__ void fq_quant_kernel(KernelParams p, const float* __restrict__ x, flo
   add_count(slots.clipped, nclip);
 }
 
+// Unsigned affine integers (affine_quant.cuh's element rule, as FakeQuant's apply_scheme call): no codes, and
+// nothing counts as clipped (FakeQuant clears the mask for these schemes).
+__global__ void fq_affine_kernel(const float* __restrict__ x, float* __restrict__ y, uint8_t* __restrict__ clipped,
+                                 uint64_t n, FqGroups g, const float* __restrict__ scales, const int* __restrict__ zps,
+                                 double qmax, int rounding, uint64_t seed, FqCountSlots slots) {
+  BitsCounts c;
+  QS_FOR(i, n) {
+    const uint64_t gi = g.group(i);
+    y[i] = detail::affine_encode(x[i], scales[gi], zps[gi], qmax, rounding, seed, g.draw(i), c);
+    if (clipped) clipped[i] = 0;
+  }
+  add_count(slots.overflow, c.overflow);
+  add_count(slots.underflow, c.underflow);
+  add_count(slots.nan, c.nan);
+}
+
 // Why a scheme cannot fake-quantize on the device (empty: it can).
 std::string fq_unsupported(const Scheme& s, ScalingMode mode) {
   const std::string head = "scheme " + s.text + ": ";
   if (mode == ScalingMode::Delayed && (s.granularity != Granularity::Tensor || s.rule == ScaleRule::Affine))
     return head + "delayed scaling needs a /tensor scheme of a signed format";
-  if (s.rule == ScaleRule::Affine) return head + "unsigned (affine) integers fake-quantize on the CPU only";
   if (s.rule == ScaleRule::GgmlBlock || s.rule == ScaleRule::Rounded16)
     return head + "its block scales (" + to_string(s.rule) + ") are computed on the CPU only";
   if (s.mse || s.clip != Scheme::Clip::Amax) return head + "observer clips and searched scales run on the CPU only";
   if (s.block_rows > 1) return head + "2-D tiles run on the CPU only";
   if (s.granularity == Granularity::Channel) {
     const int axis = s.axis < 0 ? s.axis + 2 : s.axis;
-    if (axis != 0) return head + "per-column scales (channel:1) run on the CPU only; channel:0 (per row) runs here";
+    if (axis != 0 && axis != 1) return head + "axis " + std::to_string(s.axis) + " is out of range for a 2-d tensor";
   }
   if (s.granularity == Granularity::Block && s.block_axis != -1 && s.block_axis != 1)
     return head + "blocks along the rows' axis 0 run on the CPU only";
@@ -396,9 +417,10 @@ __global__ void add_host_counts_kernel(FqCountSlots slots, unsigned long long ov
   if (tensor_scale) *tensor_scale = scale;
 }
 
-// One FakeQuant on the device. Schemes without a device path (fq_unsupported: affine integers, 16-bit block
-// scales, ggml blocks, observer clips and searched scales, per-column scales, 2-D tiles) run the CPU's FakeQuant itself on a copy (host_): the same results by construction, at the
-// price of a copy each way and a host wait per call.
+// One FakeQuant on the device. Schemes without a device path (fq_unsupported: 16-bit block scales, ggml
+// blocks, observer clips and searched scales, 2-D tiles, blocks along the rows' axis) run the CPU's FakeQuant
+// itself on a copy (host_): the same results by construction, at the price of a copy each way and a host
+// wait per call.
 class FakeQuantDev {
  public:
   explicit FakeQuantDev(Scheme s, ScalingMode mode = ScalingMode::Current, int history = 16)
@@ -409,6 +431,8 @@ class FakeQuantDev {
       host_ = std::make_unique<FakeQuant>(scheme_, mode, history);
       return;
     }
+    affine_ = rule_.rule == ScaleRule::Affine;
+    if (affine_) return;
     base_ = make_kernel_params(scheme_.format, scheme_.options, 1.0f);
     if (rule_.rule == ScaleRule::TwoLevel) {
       grid_ = std::make_unique<detail::ScaleGridBuffers>(*scheme_.scale_format);
@@ -422,7 +446,7 @@ class FakeQuantDev {
     }
   }
   const Scheme& scheme() const { return scheme_; }
-  bool has_codes() const { return !host_ || host_->has_codes(); }
+  bool has_codes() const { return host_ ? host_->has_codes() : !affine_; }
 
   // y = fake-quant(x) (rows x cols, device); codes, clipped optional; counters into `slots`; the whole
   // tensor's amax (float bits) into *amax_bits and, for /tensor schemes, the scale into *tensor_scale.
@@ -454,13 +478,20 @@ class FakeQuantDev {
       return;
     }
     FqGroups g;
+    g.rows = rows;
+    g.cols = cols;
     uint64_t groups = 1;
     switch (scheme_.granularity) {
       case Granularity::Tensor: g.kind = GroupKind::Tensor; break;
       case Granularity::Channel:
-        g.kind = GroupKind::Row;
-        g.cols = cols;
-        groups = rows;
+        if ((scheme_.axis < 0 ? scheme_.axis + 2 : scheme_.axis) == 1) {
+          g.kind = GroupKind::Column;
+          g.column_draws = !affine_;
+          groups = cols;
+        } else {
+          g.kind = GroupKind::Row;
+          groups = rows;
+        }
         break;
       case Granularity::Block:
         g.kind = GroupKind::Block;
@@ -471,8 +502,21 @@ class FakeQuantDev {
         break;
       default: g.kind = GroupKind::None; break;
     }
-    amax_.resize(groups);
     scales_.resize(groups);
+    if (affine_) {  // a scale and a zero point per group from its finite min and max
+      lo_.resize(groups);
+      hi_.resize(groups);
+      zps_.resize(groups);
+      detail::affine_minmax_init_kernel<<<grid_for(groups), 256, 0, s>>>(lo_.p, hi_.p, groups);
+      detail::affine_minmax_kernel<<<grid_for(n), 256, 0, s>>>(x, n, g, lo_.p, hi_.p);
+      detail::affine_scale_kernel<<<grid_for(groups), 256, 0, s>>>(rule_, lo_.p, hi_.p, groups, scales_.p, zps_.p, amax_bits);
+      fq_affine_kernel<<<grid_for(n), 256, 0, s>>>(x, y, clipped, n, g, scales_.p, zps_.p, scheme_.format.max_finite,
+                                                   int(scheme_.options.rounding),
+                                                   scheme_.options.seed + seed * 0x9e3779b97f4a7c15ULL, slots);
+      launched("affine fake-quant kernels");
+      return;
+    }
+    amax_.resize(groups);
     amax_.zero(groups, s);
     const bool tensor = g.kind == GroupKind::Tensor || g.kind == GroupKind::None;
     const bool two_level = rule_.rule == ScaleRule::TwoLevel;
@@ -509,7 +553,9 @@ class FakeQuantDev {
   bool delayed_ = false;
   int hist_len_ = 16;
   uint64_t calls_ = 0;  // recorded calls: the history holds min(calls_, hist_len_) amaxes
+  bool affine_ = false;  // unsigned integers: scale and zero point per group (lo_, hi_, zps_)
   DVec<unsigned> amax_, hist_, total_;
+  DVec<int> lo_, hi_, zps_;
   std::unique_ptr<detail::ScaleGridBuffers> grid_;  // TwoLevel: the block-scale format's grid
   DVec<float> scales_;
   std::unique_ptr<FakeQuant> host_;
@@ -1075,6 +1121,8 @@ class DeviceMlp {
   void histograms() {
     const bool grid = cfg_.optimizer == OptimizerKind::Grid;
     if (!grid && !quantizes_weights() && !cfg_.int8) return;
+    // Schemes without codes (unsigned affine integers...): no histograms, as the CPU lab (Trainer::run).
+    if (!grid && !cfg_.int8 && !(layers_.front().wq && layers_.front().wq->has_codes())) return;
     const Format f = parse_format(cfg_.weight_format_name());
     const std::size_t bins = f.code_count();
     hist_.resize(bins * layers_.size());
