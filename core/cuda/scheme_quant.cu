@@ -10,6 +10,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 #include "cuda/affine_quant.cuh"
@@ -166,14 +167,15 @@ SchemeOutput apply_scheme_cuda(const Scheme& s, const float* x, const std::vecto
   // scheme takes the amax rule: see apply_scheme).
   const ScaleRuleParams rule = scale_rule_params(s);
   // Rules and layouts the kernels do not have yet: scales chosen from the data (ggml's quantizers, the NVFP4
-  // search, observer clips), 16-bit block scales, 2-D tiles and blocks along another axis. (MX exponent
+  // search, observer clips), block scales wider than 16 bits, 2-D tiles and blocks along another axis. (MX exponent
   // roundings are in group_scale, so they run here.)
   const bool other_axis = s.granularity == Granularity::Block && s.block_axis != -1 &&
                           !(shape.size() > 0 && s.block_axis == int(shape.size()) - 1);
   // Observer clips (percentile, MSE) are a host-side calibration: their scales are computed on the host as
   // apply_scheme does and the element kernel applies them; not for affine (zero-point) integers.
   const bool observed = s.clip != Scheme::Clip::Amax;
-  if (rule.rule == ScaleRule::None || rule.rule == ScaleRule::GgmlBlock || rule.rule == ScaleRule::Rounded16 ||
+  const bool wide_scales = rule.rule == ScaleRule::Rounded16 && s.scale_format->bits > 16;  // no table of 2^32 codes
+  if (rule.rule == ScaleRule::None || rule.rule == ScaleRule::GgmlBlock || wide_scales ||
       (observed && (rule.rule == ScaleRule::Affine || s.granularity == Granularity::Block)) || s.block_rows > 1 || other_axis)
     throw std::runtime_error("scheme " + s.text + " is not supported on CUDA yet (CPU only)");
   uint64_t n = 1;
@@ -283,7 +285,10 @@ SchemeOutput apply_scheme_cuda(const Scheme& s, const float* x, const std::vecto
       check(cudaGetLastError(), "kernel launch");
       check(cudaDeviceSynchronize(), "scheme kernels");
     } else {
-      group_scale_kernel<<<gblocks, 256>>>(rule, da.ptr, groups, 1.0f, ScaleGrid{}, ds.ptr);
+      // 16-bit block scales rounded into their format by its table of values (ScaleGrid), as TwoLevel's.
+      std::unique_ptr<ScaleGridBuffers> sg;
+      if (rule.rule == ScaleRule::Rounded16) sg = std::make_unique<ScaleGridBuffers>(*s.scale_format);
+      group_scale_kernel<<<gblocks, 256>>>(rule, da.ptr, groups, 1.0f, sg ? sg->grid() : ScaleGrid{}, ds.ptr);
       group_quant_kernel<<<blocks, threads>>>(p, dx.ptr, dy.ptr, n, g, ds.ptr, dc.ptr);
       check(cudaGetLastError(), "kernel launch");
       check(cudaDeviceSynchronize(), "scheme kernels");

@@ -135,11 +135,13 @@ void encode_cases(const std::function<void(const SelftestCase&)>& report) {
   for (const char* fmt : {"e4m3fn", "e5m2", "e2m1fn", "int8", "bf16"})
     for (const char* gran : {"tensor", "channel:0", "channel:1", "channel:-1", "block:32", "block:16", "block:32:e8m0fnu"})
       schemes.push_back(std::string(fmt) + "/" + gran);
-  // Unsigned affine integers (scale and zero point per group) and two-level NVFP4-style block scales.
+  // Unsigned affine integers (scale and zero point per group), two-level NVFP4-style and 16-bit block scales.
   for (const char* fmt : {"uint8", "uint4"})
     for (const char* gran : {"tensor", "channel:0", "channel:-1", "block:32", "block:16"})
       schemes.push_back(std::string(fmt) + "/" + gran);
-  for (const char* sch : {"e2m1fn/block:16:e4m3fn", "e2m1fn/block:32:e4m3fn", "int4/block:16:e4m3fn", "e4m3fn/block:16:e5m2"})
+  for (const char* sch : {"e2m1fn/block:16:e4m3fn", "e2m1fn/block:32:e4m3fn", "int4/block:16:e4m3fn", "e4m3fn/block:16:e5m2",
+                          // 16-bit block scales (GPTQ-style int4 with bf16 / fp16 scales)
+                          "int4/block:128:bf16", "int4/block:32:fp16", "e4m3fn/block:16:bf16"})
     schemes.push_back(sch);
   // The E8M0 exponent roundings (MxRounding: one case in group_scale for host and device).
   for (const char* fmt : {"e2m1fn", "e4m3fn", "e3m2fn"})

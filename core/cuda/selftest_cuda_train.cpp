@@ -190,7 +190,7 @@ void fake_quant_cases(const std::function<void(const SelftestCase&)>& report) {
                            "int4/tensor", "e2m1fn/block:16:e4m3fn", "e3m2fn/block:32:e4m3fn",
                            // per-column scales (stochastic draws by column-major index) and unsigned affine integers
                            "e4m3fn/channel:1", "int8/channel:1", "uint8/tensor", "uint8/channel:0", "uint4/channel:1",
-                           "uint8/block:32",
+                           "uint8/block:32", "e4m3fn/block:32:bf16", "int4/block:16:fp16",
                            // no device path: the CPU's FakeQuant on a copy (the plumbing: copies, counts, no codes)
                            "int8/tensor:p99.9", "e2m1fn/block:16:e4m3fn:mse"};
   const std::size_t shapes[][2] = {{256, 784}, {37, 101}, {1, 5}};
@@ -394,6 +394,7 @@ void train_equal_cases(const std::function<void(const SelftestCase&)>& report) {
       {"qat-nvfp4-uint8acts", [](TrainConfig& c) { c.weights = "e2m1fn/block:16:e4m3fn", c.acts = "uint8/tensor"; }},
       {"qat-uint8w-uint4acts-stochastic",
        [](TrainConfig& c) { c.weights = "uint8/channel:0", c.acts = "uint4/tensor", c.rounding = Rounding::Stochastic; }},
+      {"qat-bf16-block-scales", [](TrainConfig& c) { c.weights = "int4/block:32:bf16", c.acts = "e4m3fn/block:32:fp16"; }},
       {"qat-columns-stochastic",
        [](TrainConfig& c) { c.weights = c.acts = "e4m3fn/channel:1", c.rounding = Rounding::Stochastic; }},
       {"qat-int8-p99.9-on-host", [](TrainConfig& c) { c.weights = "int8/channel:0", c.acts = "int8/tensor:p99.9"; }},

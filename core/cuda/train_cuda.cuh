@@ -78,10 +78,10 @@ class Int8LinearCuda {
 // validate(cfg) errors are thrown, as the CPU lab throws them.
 std::string training_unsupported(const TrainConfig& cfg);
 // Every scheme the CPU lab takes trains on the GPU too. The device's own kernels cover per-tensor, per-row and
-// per-column (channel:0 / channel:1), none and row blocks with amax, MX, NVFP4 two-level or unsigned affine
-// (scale and zero point) scales, current or delayed; the others (16-bit block scales, ggml blocks, observer
-// clips and searched scales, 2-D tiles) run the CPU's FakeQuant on a copy each step. This says which, in one
-// line (empty: all on the device).
+// per-column (channel:0 / channel:1), none and row blocks with amax, MX, NVFP4 two-level, 16-bit or unsigned
+// affine (scale and zero point) scales, current or delayed; the others (ggml blocks, observer clips and
+// searched scales, 2-D tiles) run the CPU's FakeQuant on a copy each step. This says which, in one line
+// (empty: all on the device).
 std::string training_host_work(const TrainConfig& cfg);
 
 // The Trainer's loop (train/trainer.h: the same epochs, batches, metrics, callback and cancel contract) on

@@ -96,9 +96,10 @@ FakeQuant::FakeQuant(Scheme scheme, ScalingMode mode, int history, int margin)
     : scheme_(std::move(scheme)), mode_(mode), delayed_(history, DelayedScaling::Algo::Max, margin) {
   // Unsigned integers (a zero point per group) and ggml's block formats (scales chosen over whole blocks by
   // ggml's quantizer) go through apply_scheme as a whole: no per-element codes for the flip statistics.
-  // So do 2-D tiles, blocks along the rows (axis 0 of the 2-D tensors trained here) and 16-bit block scales.
+  // So do 2-D tiles, blocks along the rows (axis 0 of the 2-D tensors trained here), searched and observed
+  // scales. (16-bit block scales take the block path below: group_scale rounds them into their format.)
   affine_ = scheme_.rule == ScaleRule::Affine || scheme_.rule == ScaleRule::GgmlBlock ||
-            scheme_.rule == ScaleRule::Rounded16 || scheme_.mse || scheme_.clip != Scheme::Clip::Amax ||
+            scheme_.mse || scheme_.clip != Scheme::Clip::Amax ||
             scheme_.block_rows > 1 ||
             (scheme_.granularity == Granularity::Block && scheme_.block_axis != -1 && scheme_.block_axis != 1);
   if (mode_ == ScalingMode::Delayed) {

@@ -67,6 +67,8 @@ TEST(FakeQuant, MatchesApplyScheme) {
                            "int8/channel:1", "e3m2fn/channel:-1", "e4m3fn/block:32", "e2m1fn/block:32:e8m0fnu",
                            "e2m1fn/block:16:e4m3fn", "int4/block:7", "uint8/tensor", "bf16/tensor",
                            "e5m2/block:5:e8m0fnu",
+                           // 16-bit block scales (the block path: group_scale rounds them into their format)
+                           "e4m3fn/block:32:bf16", "int4/block:16:fp16",
                            // no scale (a plain cast): FakeQuant::apply once looped forever on these
                            "e4m3fn/none", "e2m1fn/none", "int8/none"};
   struct Shape { int r, c; };
@@ -107,7 +109,9 @@ TEST(FakeQuant, ClipMaskAndCodes) {
                            "e2m1fn/block:32:e8m0fnu",  // MX scales clip
                            "e4m3fn/block:16:e8m0fnu",
                            "e2m1fn/block:16:e4m3fn",
-                           "e5m2/block:8"};
+                           "e5m2/block:8",
+                           "e4m3fn/block:32:bf16",  // 16-bit block scales: codes and clip mask too
+                           "int4/block:16:fp16"};
   for (const char* scheme : schemes) {
     SCOPED_TRACE(scheme);
     const std::string name = scheme;
