@@ -55,7 +55,7 @@ void add_train(CLI::App& app) {
   auto* wd_opt = c->add_option("--weight-decay", o.weight_decay, "Weight decay (default: grid 1e-4, else 0)");
   c->add_option("--rung-clip", o.rung_clip, "Grid: most rungs one step may move")->capture_default_str();
   c->add_flag("--no-ptq", o.no_ptq, "Skip the int8 post-training quantization report");
-  c->add_option("--backend", o.backend, "cpu | cuda (the GPU: cuBLAS fp32, int8 layers, fake quantization, the optimizers)")
+  c->add_option("--backend", o.backend, "cpu | cuda (the GPU: the CPU lab's run bit for bit, or int8 layers with --int8)")
       ->capture_default_str();
   c->add_flag("--int8", o.int8, "int8 linear layers (X and W quantized in every forward, int8 GEMM; --backend cuda)");
   c->add_option("--int8-x", o.int8_x, "int8 layers: activation scales per tensor | row")->capture_default_str();

@@ -154,8 +154,8 @@ void TrainingPanel::buildUi() {
     auto* model = qobject_cast<QStandardItemModel*>(m_device->model());
     if (QStandardItem* gpu = model ? model->item(1) : nullptr) {
       gpu->setEnabled(d.available);
-      gpu->setToolTip(d.available ? QStringLiteral("Train on %1: cuBLAS fp32, int8 layers, fake quantization and the "
-                                                   "optimizers on the device")
+      gpu->setToolTip(d.available ? QStringLiteral("Train on %1: the CPU lab's run bit for bit (fp32, fake "
+                                                   "quantization, the optimizers), or int8 layers")
                                         .arg(QString::fromStdString(d.name))
                                   : QString::fromStdString(d.message));
       if (d.available) gpu->setText(QStringLiteral("GPU: %1").arg(QString::fromStdString(d.name)));
