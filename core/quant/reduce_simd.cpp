@@ -1,6 +1,8 @@
 // Run-time dispatch of the reductions (same levels as the encoders).
 #include "quant/reduce_simd.h"
 
+#include <cmath>
+
 namespace qs {
 
 void minmax_f32(const float* x, std::size_t n, float& lo, float& hi, SimdLevel level) {
@@ -32,6 +34,62 @@ ErrorSums error_sums_groups_f32(const float* x, const float* q, std::size_t n, s
     case SimdLevel::Avx2: return detail::error_sums_groups_f32_avx2(x, q, n, group, bound);
 #endif
     default: return detail::error_sums_groups_f32_generic(x, q, n, group, bound);
+  }
+}
+
+namespace {
+bool derive_grid_dist_params(const Format& f, GridDistParams& g) {
+  if (f.kind != FormatKind::Float || !f.is_signed || f.no_zero || f.mbits < 0 || f.mbits > 22) return false;
+  if (!(f.max_finite > 0) || !(f.min_normal > 0) || !(f.min_subnormal > 0)) return false;
+  int emax = 0;
+  (void)std::frexp(f.max_finite, &emax);  // max_finite in [2^(emax - 1), 2^emax)
+  const int M = f.mbits, e_top = emax - 1;
+  // The adders 2^(e + 23 - M) for e in [emin, e_top] must be normal floats.
+  if (f.min_normal != std::ldexp(1.0, f.emin) || f.min_subnormal != std::ldexp(1.0, f.emin - M) ||
+      e_top + 23 - M > 127 || f.emin + 23 - M < -126)
+    return false;
+  // max_finite on its binade's grid, and representable in float32.
+  if (std::ldexp(std::floor(std::ldexp(f.max_finite, M - e_top)), e_top - M) != f.max_finite ||
+      double(float(f.max_finite)) != f.max_finite)
+    return false;
+  g.max_finite = float(f.max_finite);
+  g.cadd = uint32_t(23 - M) << 23;
+  g.csub = float(std::ldexp(1.0, f.emin + 23 - M));
+  return true;
+}
+}  // namespace
+
+bool grid_dist_params(const Format& f, GridDistParams& g) {
+  // Called per block by search_block_scale: the last format's answer is kept per thread (the fields it reads
+  // are the key).
+  struct Key {
+    FormatKind kind;
+    bool is_signed, no_zero;
+    int mbits, emin;
+    double max_finite, min_normal, min_subnormal;
+    bool operator==(const Key&) const = default;
+  };
+  thread_local Key last{};
+  thread_local bool have = false, ok = false;
+  thread_local GridDistParams params;
+  const Key k{f.kind, f.is_signed, f.no_zero, f.mbits, f.emin, f.max_finite, f.min_normal, f.min_subnormal};
+  if (!have || !(k == last)) {
+    ok = derive_grid_dist_params(f, params);
+    last = k;
+    have = true;
+  }
+  g = params;
+  return ok;
+}
+
+void grid_dist2_f32(const float* a, std::size_t n, const float* sc, std::size_t m, const GridDistParams& g,
+                    float* out, SimdLevel level) {
+  switch (level) {
+#if defined(QS_HAVE_X86_SIMD)
+    case SimdLevel::Avx512: return detail::grid_dist2_f32_avx512(a, n, sc, m, g, out);
+    case SimdLevel::Avx2: return detail::grid_dist2_f32_avx2(a, n, sc, m, g, out);
+#endif
+    default: return detail::grid_dist2_f32_generic(a, n, sc, m, g, out);
   }
 }
 

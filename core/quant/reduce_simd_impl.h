@@ -44,6 +44,40 @@ void QS_CAT(minmax_f32_, QS_SUFFIX)(const float* x, std::size_t n, float& lo_out
   hi_out = h;
 }
 
+void QS_CAT(grid_dist2_f32_, QS_SUFFIX)(const float* a, std::size_t n, const float* sc, std::size_t m,
+                                        const GridDistParams& g, float* out) {
+  // A lane per candidate: no horizontal sums, and each element is one broadcast.
+  const vf zero = {};
+  const vf maxv = zero + g.max_finite, csub = zero + g.csub;
+  const vi expmask = vi{} + 0x7f800000, cadd = vi{} + int32_t(g.cadd);
+  auto dist2 = [&](float av, vf rv) __attribute__((always_inline)) {
+    const vf t = av * rv;
+    const vf tc = t < maxv ? t : maxv;  // beyond max_finite the nearest value is max_finite
+    vi cb;
+    std::memcpy(&cb, &tc, sizeof cb);
+    cb = (cb & expmask) + cadd;  // 2^(e + 23 - M) for tc in binade e
+    vf c;
+    std::memcpy(&c, &cb, sizeof c);
+    c = c > csub ? c : csub;            // below min_normal: the subnormal step
+    const vf d = t - ((tc + c) - c);    // tc rounded to its binade's step: the nearest grid value
+    return d * d;
+  };
+  for (std::size_t j = 0; j < m; j += NF) {
+    vf rv;
+    std::memcpy(&rv, sc + j, sizeof rv);
+    rv = rv >= FLT_MIN ? 1.0f / rv : zero;  // r = 0: no bound
+    vf acc0 = zero, acc1 = zero;  // two chains: even and odd elements
+    std::size_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+      acc0 += dist2(a[i], rv);
+      acc1 += dist2(a[i + 1], rv);
+    }
+    if (i < n) acc0 += dist2(a[i], rv);
+    const vf acc = acc0 + acc1;
+    std::memcpy(out + j, &acc, sizeof acc);
+  }
+}
+
 namespace {
 // The error sums of groups of `group` consecutive elements, group g clipped at bounds_of(g) = {lo, hi};
 // a vector step never straddles two groups (group % NF == 0, or one group: group >= n).

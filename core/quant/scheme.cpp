@@ -239,6 +239,29 @@ EncodeOptions search_options(const Scheme& s) {
   return nearest;
 }
 
+namespace {
+// About std::lower_bound(c, target) (exact unless c changed at the same address): the first candidate of
+// target's binade from a table kept per thread for the last list, then a short scan. search_block_scale only
+// starts its walk there, so a stale table costs time, not results.
+std::size_t approx_lower_bound(const std::vector<double>& c, double target) {
+  thread_local const double* data = nullptr;
+  thread_local std::size_t size = 0;
+  thread_local uint16_t first_of[2048];  // by the biased exponent of a double
+  if (data != c.data() || size != c.size()) {
+    for (int e = 0; e < 2048; ++e)
+      first_of[e] = uint16_t(std::min<std::size_t>(
+          65535, std::size_t(std::lower_bound(c.begin(), c.end(), std::ldexp(1.0, e - 1023)) - c.begin())));
+    data = c.data();
+    size = c.size();
+  }
+  uint64_t bits;
+  std::memcpy(&bits, &target, 8);
+  std::size_t k = first_of[(bits >> 52) & 0x7ff];
+  while (k < c.size() && c[k] < target) ++k;
+  return std::min(k, c.size());
+}
+}  // namespace
+
 // search_block_scale finds search_block_scale_exhaustive's scale without trying most candidates. Why the result
 // is the same:
 //
@@ -264,84 +287,142 @@ EncodeOptions search_options(const Scheme& s) {
 //    - small: |x_i| < lo = 0.5 * min_pos * sc * (1 - 2^-20) makes fl(x_i / sc) < 0.5 * min_pos, which round to
 //      nearest takes to +-0 (the format has a zero), so t_i = x_i^2 exactly. More x are small as sc grows, so
 //      this sum only grows with sc: once it cannot win, no larger candidate can.
-//    A candidate that is visited is encoded and its SE summed in order; the sum stops as soon as the partial
-//    sum cannot win (partial sums of nonnegative terms never decrease).
-// Formats outside that argument (integers, unsigned, no zero) take the exhaustive loop.
+//    A candidate that is visited is encoded and its SE summed in order.
+// 3. Per candidate, where the element format is the plain minifloat grid G with subnormals (grid_dist_params),
+//    a lower bound without encoding. With t_i = |x_i| / sc (exact), every y_i is fl(g sc) for a g in G (or
+//    inf / NaN, which only make SE larger or NaN), so |x_i - y_i| >= sc (dist(t_i, G) - 2^-22 t_i) - 2^-150
+//    (|fl(g sc) - g sc| <= 2^-24 g sc + 2^-150, and g <= 2 t_i or |t_i - g| > g / 2). grid_dist2_f32 gives
+//    D = the float sum of d_i^2 with |d_i| = dist(t'_i, G) within 2^-24 t'_i, t'_i = fl(|x_i| fl(1 / sc)) within
+//    2^-23 t_i + 2^-149 of t_i (sc >= FLT_MIN, else no bound, which also makes 2^-150 / sc <= 2^-24). So
+//    |x_i - y_i| >= sc (|d_i| - c_i) with c_i = 2^-19 t'_i + 2^-22, and as (|d| - c)_+^2 >= d^2 - 2 c |d| and
+//    |d_i| <= t'_i (0 is in G): SE_real >= sc^2 (sum d_i^2 - 2 sum c_i t'_i), where sc^2 sum c_i t'_i <=
+//    (2^-19 sum x^2 + 2^-22 sc sum |x|)(1 + 2^-16). D is within (n + 2) 2^-24 of sum d_i^2 and the double SE
+//    within (n + 2) 2^-53 of SE_real, hence LB = sc^2 D (1 - (n + 8) 2^-22)(1 - (n + 8) 2^-50) - 2 (...) <= SE.
+//    A candidate whose LB cannot win is not encoded.
+// 4. And an upper bound where the encoder saturates: under round to nearest it takes g nearest to
+//    u_i = fl(|x_i| / sc), so |x_i - y_i| <= sc (dist(u_i, G) + |u_i - t_i|) + 2^-24 g sc + 2^-150 <=
+//    sc (|d_i| + c_i) (dist is 1-Lipschitz; the same roundings), and (|d| + c)^2 <= d^2 + 2 c t' + c^2:
+//    SE <= UB = (sc^2 D (1 + (n + 8) 2^-22)(1 + (n + 8) 2^-50) + 2 sc^2 sum c_i t'_i + sc^2 sum c_i^2)(1 + 2^-40),
+//    sc^2 sum c_i^2 <= (2^-37 sum x^2 + 2^-43 n sc^2)(1 + 2^-16). When the candidate of least LB has UB below
+//    every other LB of its batch (or equal, from a later index) and below the best so far (below its LB if
+//    that best is itself a bound), it is taken as the best without encoding, best = UB: every pruning rule
+//    above stays valid against an upper bound of the best SE, and a later candidate that could beat it has
+//    the best evaluated first. The clipping test of part 1 needs the exact SE
+//    only when clip^2 > LB of the winner. LB and UB are within ~1e-3 of SE, so on most blocks no candidate is
+//    encoded at all.
+// Formats outside that argument (integers, unsigned, no zero) take the exhaustive loop; formats off the grid
+// of part 3 skip parts 3 and 4.
 float search_block_scale(const Scheme& s, const std::vector<double>& candidates, const float* x, std::size_t n,
                          float tensor_scale, const BlockEncoder* enc) {
   const Format& f = s.format;
   if (f.kind != FormatKind::Float || !f.is_signed || f.no_zero || candidates.empty())
     return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
-  double amax = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    if (std::isfinite(x[i])) amax = std::max(amax, double(std::fabs(x[i])));
+  // |x| of the finite x (a non-finite x counts as 0: absent from every sum), zero-padded to grid_dist2_f32's
+  // multiple of 16; amax as integer bits (no loop-carried store).
+  constexpr std::size_t kBatch = 16, kBatchValues = 1024;
+  const std::size_t na = (n + 15) / 16 * 16;
+  float abuf[kBatchValues];
+  std::vector<float> avec;
+  float* ax = abuf;
+  if (na > kBatchValues) avec.resize(na), ax = avec.data();
+  uint32_t amax_bits = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, x + i, 4);
+    b &= 0x7fffffffu;
+    b = b < 0x7f800000u ? b : 0u;
+    amax_bits = std::max(amax_bits, b);
+    std::memcpy(ax + i, &b, 4);
+  }
+  std::fill(ax + n, ax + na, 0.0f);
+  float amax_f;
+  std::memcpy(&amax_f, &amax_bits, 4);
+  const double amax = amax_f;
   if (!(amax > 0)) return 1.0f;  // as every rule: nothing to scale
   const double min_pos = f.min_subnormal > 0 ? f.min_subnormal : f.min_normal;
   auto sc_of = [&](std::size_t k) { return static_cast<float>(candidates[k]) * tensor_scale; };
   // U = [k0, k1): sc_of is nondecreasing in k, and each condition below is monotone in sc.
   const std::size_t nc = candidates.size();
-  auto first = [&](auto pred) {  // the first k with pred(sc_of(k)), pred monotone; the common ends checked first
-    if (pred(sc_of(0))) return std::size_t(0);
-    if (!pred(sc_of(nc - 1))) return nc;
-    std::size_t lo = 1, hi = nc - 1;
-    while (lo < hi) {
+  auto first = [&](auto pred) {  // the first k with pred(k), pred monotone; the common ends checked first
+    if (pred(std::size_t(0))) return std::size_t(0);
+    if (!pred(nc - 1)) return nc;
+    std::size_t lo = 0, hi = nc - 1;  // pred(lo) false, pred(hi) true; selects, not branches (unpredictable)
+    while (hi - lo > 1) {
       const std::size_t mid = (lo + hi) / 2;
-      if (pred(sc_of(mid))) hi = mid; else lo = mid + 1;
+      const bool p = pred(mid);
+      hi = p ? mid : hi;
+      lo = p ? lo : mid;
     }
-    return lo;
+    return hi;
   };
-  const std::size_t k0 = first([](float sc) { return sc > 0.0f; });
-  std::size_t k1 = first([](float sc) { return !(sc <= FLT_MAX); });
-  const std::size_t kz = first([&](float sc) { return sc > 0.0f && amax < 0.5 * min_pos * double(sc); });
-  k1 = std::min(k1, kz + 1);
+  const std::size_t k0 = first([&](std::size_t k) { return sc_of(k) > 0.0f; });
+  std::size_t k1 = first([&](std::size_t k) { return !(sc_of(k) <= FLT_MAX); });
   if (k0 >= k1) return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
-  // Start about where amax no longer clips (any start in [k0, k1) gives the same result; this one saves work).
+  // U also ends after kz, the first candidate under which every x rounds to 0 (kz >= k0). kz lies far above
+  // where the walks stop, so it is not searched for: k < k1 is in U when k == 0 or !all_zero(k - 1).
+  auto all_zero = [&](std::size_t k) {
+    const float sc = sc_of(k);
+    return sc > 0.0f && amax < 0.5 * min_pos * double(sc);
+  };
+  // Start about where amax no longer clips (any start in U gives the same result; this one saves work).
   const double target = amax / (f.max_finite * double(tensor_scale));
-  std::size_t ka = std::size_t(std::lower_bound(candidates.begin(), candidates.end(), target) - candidates.begin());
+  std::size_t ka = approx_lower_bound(candidates, target);
   ka = std::max(ka, k0);
   ka = std::min(ka, k1 - 1);
+  if (ka > k0 && all_zero(ka - 1)) {  // ka beyond kz (not expected: kz maps amax to half the least value)
+    k1 = std::min(k1, first(all_zero) + 1);
+    ka = std::min(ka, k1 - 1);
+  }
+  // The end of [a, b) within U, for a in U: one test unless kz lies inside.
+  auto in_u = [&](std::size_t a, std::size_t b) {
+    if (b - a <= 1 || !all_zero(b - 2)) return b;
+    for (std::size_t k = a + 1; k < b; ++k)
+      if (all_zero(k - 1)) return k;
+    return b;
+  };
 
   std::optional<BlockEncoder> own;
   if (!enc) own.emplace(f, search_options(s));
   const BlockEncoder& e = enc ? *enc : *own;
-  // Candidates are evaluated in batches: x repeated once per candidate and encoded in one kernel call
-  // (run_groups: the same values as one call per candidate), then each candidate's SE summed in element order.
-  constexpr std::size_t kBatch = 16, kBatchValues = 1024;
+  // Candidates are evaluated in batches: x repeated once per candidate (copied when first needed) and encoded
+  // in one kernel call (run_groups: the same values as one call per candidate), then each candidate's SE summed
+  // in element order.
   const std::size_t per = std::max<std::size_t>(1, std::min(kBatch, kBatchValues / std::max<std::size_t>(n, 1)));
   float xbuf[kBatchValues], ybuf[kBatchValues];
   std::vector<float> xvec, yvec;
   float *xr = xbuf, *yr = ybuf;
   if (per * n > kBatchValues) xvec.resize(per * n), yvec.resize(per * n), xr = xvec.data(), yr = yvec.data();
-  for (std::size_t j = 0; j < per; ++j) std::memcpy(xr + j * n, x, n * sizeof(float));
+  std::size_t copies = 0;
 
   double best = INFINITY;
   std::size_t best_k = SIZE_MAX;
   auto wins = [&](double v, std::size_t k) { return v < best || (v == best && k < best_k); };
-  // The two monotone lower bounds of the argument above (only the elements of one kind count).
+  // The two monotone lower bounds of the argument above (only the elements of one kind count), each summed
+  // in four interleaved chains and scaled down so that it stays below the element-order sum (part 2 asks
+  // for that one): both are within n 2^-53 of the exact sum of their terms.
+  const double order_keep = 1.0 - double(n + 2) * 0x1p-51;
+  auto chains = [&](auto term) {
+    double b[4] = {0, 0, 0, 0};
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+      for (std::size_t l = 0; l < 4; ++l) b[l] += term(double(ax[i + l]));
+    for (; i < n; ++i) b[0] += term(double(ax[i]));
+    return ((b[0] + b[1]) + (b[2] + b[3])) * order_keep;
+  };
   auto clip_bound = [&](std::size_t k) {
     const double hi = f.max_finite * double(sc_of(k)) * (1.0 + 0x1p-20);
-    double b = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const double a = std::fabs(double(x[i]));
-      if (std::isfinite(x[i]) && a > hi) b += (a - hi) * (a - hi);
-    }
-    return b;
+    return chains([hi](double a) { return a > hi ? (a - hi) * (a - hi) : 0.0; });
   };
   auto small_bound = [&](std::size_t k) {
     const double lo = 0.5 * min_pos * double(sc_of(k)) * (1.0 - 0x1p-20);
-    double b = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const double a = std::fabs(double(x[i]));
-      if (a < lo) b += a * a;  // false for NaN and inf
-    }
-    return b;
+    return chains([lo](double a) { return a < lo ? a * a : 0.0; });
   };
-  // Candidates [a, b), b - a <= per: exact SEs, then the least (SE, index) kept.
-  auto evaluate = [&](std::size_t a, std::size_t b) {
+  // Candidates ks[0 .. m), m <= per: exact SEs, then the least (SE, index) kept.
+  auto evaluate = [&](const std::size_t* ks, std::size_t m) {
     float scales[kBatch];
     double se[kBatch] = {};
-    const std::size_t m = b - a;
-    for (std::size_t j = 0; j < m; ++j) scales[j] = sc_of(a + j);
+    for (std::size_t j = 0; j < m; ++j) scales[j] = sc_of(ks[j]);
+    for (; copies < m; ++copies) std::memcpy(xr + copies * n, x, n * sizeof(float));
     EncodeJob job;
     job.x = xr;
     job.n = m * n;
@@ -353,23 +434,104 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
       for (std::size_t j = 0; j < m; ++j) se[j] += (xi - yr[j * n + i]) * (xi - yr[j * n + i]);
     }
     for (std::size_t j = 0; j < m; ++j)  // an infinite SE never wins, as in the exhaustive loop
-      if (se[j] < INFINITY && wins(se[j], a + j)) best = se[j], best_k = a + j;
+      if (se[j] < INFINITY && wins(se[j], ks[j])) best = se[j], best_k = ks[j];
+  };
+  // Per-candidate bounds (grid_dist2_f32, part 3 of the argument) where the element format allows.
+  GridDistParams grid;
+  const bool use_lb = n <= (std::size_t(1) << 20) && grid_dist_params(f, grid);
+  const bool use_ub = use_lb && s.options.overflow == Overflow::Saturate;
+  // With sum_c = sc^2 sum c_i t_i <= m2 + m1 sc and sum_cc = sc^2 sum c_i^2 <= cc2 + ccn sc^2 (part 3; sums of the
+  // finite x in any order, scaled up: they enter upper bounds).
+  const double a2 = use_lb ? chains([](double a) { return a * a; }) / order_keep : 0;
+  const double a1 = use_lb ? chains([](double a) { return a; }) / order_keep : 0;
+  const double m2 = 0x1p-18 * a2 * (1.0 + 0x1p-16), m1 = 0x1p-21 * a1 * (1.0 + 0x1p-16);
+  const double cc2 = 0x1p-37 * a2 * (1.0 + 0x1p-16), ccn = 0x1p-43 * double(n) * (1.0 + 0x1p-16);
+  const double d2_lo = (1.0 - double(n + 8) * 0x1p-22) * (1.0 - double(n + 8) * 0x1p-50);
+  const double d2_hi = (1.0 + double(n + 8) * 0x1p-22) * (1.0 + double(n + 8) * 0x1p-50);
+  // best may be an upper bound of best_k's SE rather than the SE (part 4); the pruning rules hold for both.
+  bool best_exact = true;
+  double best_lb = 0;  // best_k's lower bound while !best_exact
+  auto make_exact = [&] {
+    if (best_exact) return;
+    const std::size_t k = best_k;
+    best = INFINITY, best_k = SIZE_MAX, best_exact = true;
+    evaluate(&k, 1);
+  };
+  // Candidates [a, b), b - a <= per: without bounds all evaluated. With them, the one of least lower bound
+  // first: where no other can win against its upper bound it wins without being encoded (kept as an upper
+  // bound); else it is evaluated, then those whose bound can still win, in one batch.
+  auto visit = [&](std::size_t a, std::size_t b) {
+    std::size_t ks[kBatch];
+    const std::size_t m = b - a;
+    if (!use_lb) {
+      for (std::size_t j = 0; j < m; ++j) ks[j] = a + j;
+      return evaluate(ks, m);
+    }
+    float scs[kBatch], d2[kBatch];
+    double lb[kBatch] = {};  // m >= 1: visits are never empty
+    for (std::size_t j = 0; j < kBatch; ++j) scs[j] = j < m ? sc_of(a + j) : 1.0f;  // whole vectors
+    grid_dist2_f32(ax, n, scs, m, grid, d2, e.level());
+    // LB = sc^2 D (1 - (n + 8) 2^-22)(1 - (n + 8) 2^-50) - 2 sum_c, below SE (part 3); 0 without a bound.
+    const double lo = d2_lo, c2 = m2, c1 = m1;
+    for (std::size_t j = 0; j < m; ++j) {
+      const double sc = scs[j], v = sc * sc * double(d2[j]) * lo - (c2 + c1 * sc);
+      lb[j] = v > 0 && d2[j] < INFINITY && scs[j] >= FLT_MIN ? v : 0.0;
+    }
+    std::size_t first = 0;
+    for (std::size_t j = 1; j < m; ++j) first = lb[j] < lb[first] ? j : first;
+    const std::size_t kf = a + first;
+    if (!wins(lb[first], kf)) return;  // nothing here can win
+    std::size_t k = 0;
+    if (use_ub && scs[first] >= FLT_MIN && d2[first] < INFINITY) {
+      // UB = (sc^2 D (1 + (n + 8) 2^-22)(1 + (n + 8) 2^-50) + 2 sum_c + sum_cc)(1 + 2^-40), above SE (part 4).
+      const double sc = scs[first];
+      const double ub = (sc * sc * double(d2[first]) * d2_hi + (m2 + m1 * sc) + (cc2 + ccn * sc * sc)) * (1.0 + 0x1p-40);
+      // Does kf beat the best so far (proven: against its LB if that is a bound too), and any other here ub?
+      if (best_exact ? wins(ub, kf) : ub < best_lb || (ub == best_lb && kf < best_k)) {
+        const double keep_best = best;
+        const std::size_t keep_k = best_k;
+        const bool keep_exact = best_exact;
+        best = ub, best_k = kf;
+        for (std::size_t j = 0; j < m; ++j)
+          if (j != first && wins(lb[j], a + j)) ks[k++] = a + j;
+        if (k == 0) {
+          best_exact = false;
+          best_lb = lb[first];
+          return;
+        }
+        best = keep_best, best_k = keep_k, best_exact = keep_exact;
+        k = 0;
+      }
+    }
+    make_exact();
+    evaluate(&kf, 1);
+    for (std::size_t j = 0; j < m; ++j)
+      if (j != first && wins(lb[j], a + j)) ks[k++] = a + j;
+    if (k) {
+      make_exact();
+      evaluate(ks, k);
+    }
   };
   // First the neighbourhood of ka where the least SE lies on most blocks (from 3 below), then upwards and
   // downwards while the bounds allow.
-  const std::size_t w0 = std::max(k0, ka >= 3 ? ka - 3 : 0), w1 = std::min(k1, w0 + per);  // w0 < k1
-  evaluate(w0, w1);
-  for (std::size_t k = w1; k < k1;) {
+  const std::size_t w0 = std::max(k0, ka >= 3 ? ka - 3 : 0), w1 = in_u(w0, std::min(k1, w0 + per));  // w0 < k1
+  visit(w0, w1);
+  for (std::size_t k = w1; k < k1 && !all_zero(k - 1);) {  // k - 1 >= w0 >= 0
     if (!wins(small_bound(k), k)) break;
-    const std::size_t e1 = std::min(k1, k + per);
-    evaluate(k, e1);
+    const std::size_t e1 = in_u(k, std::min(k1, k + per));
+    visit(k, e1);
     k = e1;
   }
   for (std::size_t k = w0; k > k0;) {
     if (!wins(clip_bound(k - 1), k - 1)) break;
     const std::size_t e0 = k - std::min(k - k0, per);
-    evaluate(e0, k);
+    visit(e0, k);
     k = e0;
+  }
+  // The exhaustive loop's clipping test (part 1) on the winner: decided on the bound where it can be.
+  if (best_k != SIZE_MAX && !best_exact) {
+    const double clip = amax - double(sc_of(best_k)) * f.max_finite;
+    if (clip > 0 && clip * clip > best_lb) make_exact();
   }
   if (best_k == SIZE_MAX) return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
   const float sc = sc_of(best_k);
