@@ -2,6 +2,7 @@
 #include "quant/reduce_simd.h"
 
 #include <cmath>
+#include <vector>
 
 namespace qs {
 
@@ -80,6 +81,61 @@ bool grid_dist_params(const Format& f, GridDistParams& g) {
   }
   g = params;
   return ok;
+}
+
+RowCounts ggml_row_counts_ref(const float* x, float* y, std::size_t n, std::size_t group, const double* lo,
+                               const double* hi) {
+  RowCounts c;
+  for (std::size_t b = 0, g = 0; b < n; b += group, ++g) {
+    const std::size_t e = std::min(n, b + group);
+    for (std::size_t i = b; i < e; ++i) {
+      const float v = x[i];
+      const bool is_nan = v != v, is_inf = std::fabs(v) == INFINITY;
+      const bool outside = double(v) < lo[g] || double(v) > hi[g];
+      c.nan += is_nan;
+      c.inf += is_inf;
+      c.outside += outside && !is_inf;
+      c.underflow += !is_nan && !is_inf && !outside && v != 0 && y[i] == 0;
+    }
+    for (std::size_t i = b; i < e; ++i)
+      if (!std::isfinite(x[i])) y[i] = x[i];
+  }
+  return c;
+}
+
+RowCounts ggml_row_counts_f32(const float* x, float* y, std::size_t n, std::size_t group, const float* lo,
+                              const float* hi, SimdLevel level) {
+  switch (group % 16 == 0 && n % group == 0 ? level : SimdLevel::Generic) {
+#if defined(QS_HAVE_X86_SIMD)
+    case SimdLevel::Avx512: return detail::ggml_row_counts_f32_avx512(x, y, n, group, lo, hi);
+    case SimdLevel::Avx2: return detail::ggml_row_counts_f32_avx2(x, y, n, group, lo, hi);
+#endif
+    default:
+      if (group % 4 == 0 && n % group == 0) return detail::ggml_row_counts_f32_generic(x, y, n, group, lo, hi);
+      // Groups the 4-lane kernel would straddle: the same checks on the float bounds, one element at a time.
+      {
+        std::vector<double> lo_d(lo, lo + (n + group - 1) / group), hi_d(hi, hi + (n + group - 1) / group);
+        return ggml_row_counts_ref(x, y, n, group, lo_d.data(), hi_d.data());
+      }
+  }
+}
+
+void float_interval(double lo, double hi, float& lo_f, float& hi_f) {
+  // For a float v: v < lo (as doubles) exactly when v < the least float >= lo; NaN stays NaN (no v compares).
+  lo_f = static_cast<float>(lo);
+  if (double(lo_f) < lo) lo_f = std::nextafter(lo_f, INFINITY);
+  hi_f = static_cast<float>(hi);
+  if (double(hi_f) > hi) hi_f = std::nextafter(hi_f, -INFINITY);
+}
+
+uint32_t finite_copy_f32(const float* x, float* row, std::size_t n, SimdLevel level) {
+  switch (level) {
+#if defined(QS_HAVE_X86_SIMD)
+    case SimdLevel::Avx512: return detail::finite_copy_f32_avx512(x, row, n);
+    case SimdLevel::Avx2: return detail::finite_copy_f32_avx2(x, row, n);
+#endif
+    default: return detail::finite_copy_f32_generic(x, row, n);
+  }
 }
 
 void grid_dist2_f32(const float* a, std::size_t n, const float* sc, std::size_t m, const GridDistParams& g,

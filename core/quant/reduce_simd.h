@@ -49,7 +49,31 @@ bool grid_dist_params(const Format& f, GridDistParams& g);
 void grid_dist2_f32(const float* a, std::size_t n, const float* sc, std::size_t m, const GridDistParams& g,
                     float* out, SimdLevel level = best_simd_level());
 
+// A ggml row's checks (apply_scheme's ggml path), groups of `group` consecutive x (vectorized where group is
+// a multiple of 16 and n of group), group g with the clip interval [lo[g], hi[g]] as floats such that for a float v,
+// v < lo[g] exactly when v is below the double interval's low end (its smallest float above or at it), and
+// v > hi[g] likewise (float_interval). Counts NaN x, infinite x, finite x outside the interval and underflows
+// (x finite, inside, nonzero, y == 0); then sets y = x where x is not finite.
+struct RowCounts {
+  uint64_t nan = 0, inf = 0, outside = 0, underflow = 0;
+};
+RowCounts ggml_row_counts_f32(const float* x, float* y, std::size_t n, std::size_t group, const float* lo,
+                              const float* hi, SimdLevel level = best_simd_level());
+// The definition, on the double interval (lo[g], hi[g]): the oracle of the tests.
+RowCounts ggml_row_counts_ref(const float* x, float* y, std::size_t n, std::size_t group, const double* lo,
+                              const double* hi);
+// The floats [lo_f, hi_f] that float_interval describes for a double interval [lo, hi].
+void float_interval(double lo, double hi, float& lo_f, float& hi_f);
+// row[i] = x[i] where finite, else 0; returns the largest |x| of the finite x as float bits.
+uint32_t finite_copy_f32(const float* x, float* row, std::size_t n, SimdLevel level = best_simd_level());
+
 namespace detail {
+RowCounts ggml_row_counts_f32_generic(const float* x, float* y, std::size_t n, std::size_t group, const float* lo, const float* hi);
+RowCounts ggml_row_counts_f32_avx2(const float* x, float* y, std::size_t n, std::size_t group, const float* lo, const float* hi);
+RowCounts ggml_row_counts_f32_avx512(const float* x, float* y, std::size_t n, std::size_t group, const float* lo, const float* hi);
+uint32_t finite_copy_f32_generic(const float* x, float* row, std::size_t n);
+uint32_t finite_copy_f32_avx2(const float* x, float* row, std::size_t n);
+uint32_t finite_copy_f32_avx512(const float* x, float* row, std::size_t n);
 void grid_dist2_f32_generic(const float* a, std::size_t n, const float* sc, std::size_t m, const GridDistParams& g, float* out);
 void grid_dist2_f32_avx2(const float* a, std::size_t n, const float* sc, std::size_t m, const GridDistParams& g, float* out);
 void grid_dist2_f32_avx512(const float* a, std::size_t n, const float* sc, std::size_t m, const GridDistParams& g, float* out);

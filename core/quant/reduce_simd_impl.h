@@ -78,6 +78,65 @@ void QS_CAT(grid_dist2_f32_, QS_SUFFIX)(const float* a, std::size_t n, const flo
   }
 }
 
+RowCounts QS_CAT(ggml_row_counts_f32_, QS_SUFFIX)(const float* x, float* y, std::size_t n, std::size_t group,
+                                                  const float* lo, const float* hi) {
+  RowCounts c;
+  const vf zero = {}, inf = zero + INFINITY;
+  const vi absmask = vi{} + 0x7fffffff;
+  for (std::size_t b = 0, g = 0; b < n; b += group, ++g) {
+    const vf lov = zero + lo[g], hiv = zero + hi[g];
+    vi nan = {}, infc = {}, out = {}, under = {};  // lane counts (masks are -1)
+    for (std::size_t i = b; i < b + group; i += NF) {
+      vf v, q;
+      std::memcpy(&v, x + i, sizeof v);
+      std::memcpy(&q, y + i, sizeof q);
+      vi vb;
+      std::memcpy(&vb, &v, sizeof vb);
+      vf av;
+      const vi ab = vb & absmask;
+      std::memcpy(&av, &ab, sizeof av);
+      const vi is_nan = v != v, is_inf = av == inf;
+      const vi outside = (v < lov) | (v > hiv);  // false for NaN
+      nan += is_nan;
+      infc += is_inf;
+      out += outside & ~is_inf;
+      under += ~is_nan & ~is_inf & ~outside & (v != zero) & (q == zero);
+      q = (is_nan | is_inf) ? v : q;
+      std::memcpy(y + i, &q, sizeof q);
+    }
+    for (int k = 0; k < NF; ++k)
+      c.nan -= uint64_t(int64_t(nan[k])), c.inf -= uint64_t(int64_t(infc[k])), c.outside -= uint64_t(int64_t(out[k])),
+          c.underflow -= uint64_t(int64_t(under[k]));
+  }
+  return c;
+}
+
+uint32_t QS_CAT(finite_copy_f32_, QS_SUFFIX)(const float* x, float* row, std::size_t n) {
+  const vi absmask = vi{} + 0x7fffffff, expmask = vi{} + 0x7f800000;
+  vi amax = {};
+  std::size_t i = 0;
+  for (; i + NF <= n; i += NF) {
+    vi b;
+    std::memcpy(&b, x + i, sizeof b);
+    const vi finite = (b & expmask) != expmask;
+    const vi ab = b & absmask & finite;  // magnitudes below 2^31: signed compares order them
+    amax = ab > amax ? ab : amax;
+    const vi kept = b & finite;
+    std::memcpy(row + i, &kept, sizeof kept);
+  }
+  uint32_t m = 0;
+  for (int k = 0; k < NF; ++k) m = std::max(m, uint32_t(amax[k]));
+  for (; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, x + i, 4);
+    const bool finite = (b & 0x7f800000u) != 0x7f800000u;
+    const uint32_t kept = finite ? b : 0u;
+    std::memcpy(row + i, &kept, 4);
+    m = std::max(m, finite ? b & 0x7fffffffu : 0u);
+  }
+  return m;
+}
+
 namespace {
 // The error sums of groups of `group` consecutive elements, group g clipped at bounds_of(g) = {lo, hi};
 // a vector step never straddles two groups (group % NF == 0, or one group: group >= n).

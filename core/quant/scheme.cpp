@@ -791,39 +791,23 @@ SchemeOutput apply_ggml(const Scheme& s, const float* x, const std::vector<int64
     EncodeStats st;
     ErrorMetrics local;
     local.histograms = metrics && metrics->histograms;
-    uint32_t amax_bits = 0;  // |x| of the finite x as bits: their integer max is the float max, and vectorizes
+    std::vector<float> lo_f(subs_per_row), hi_f(subs_per_row);
+    uint32_t amax_bits = 0;  // |x| of the finite x as bits: their integer max is the float max
     for (std::size_t r = rb; r < re; ++r) {
       const float* xr = x + r * L;
       float* yr = y + r * L;
-      for (std::size_t i = 0; i < L; ++i) {
-        uint32_t b;
-        std::memcpy(&b, xr + i, 4);
-        const bool finite = (b & 0x7f800000u) != 0x7f800000u;
-        row[i] = finite ? xr[i] : 0.0f;
-        amax_bits = std::max(amax_bits, finite ? b & 0x7fffffffu : 0u);
-      }
+      amax_bits = std::max(amax_bits, finite_copy_f32(xr, row.data(), L));
       ggml::quantize_ref(type, row.data(), L, blocks.data());
       ggml::dequantize(type, blocks.data(), L, yr);
       ggml::clip_ranges(type, blocks.data(), L, lo.data(), hi.data());
+      // NaN: counted, y = x; inf: an overflow, y = x; finite outside [lo, hi]: an overflow; else x != 0 with
+      // y == 0: an underflow. One vectorized pass per row (sub-blocks are multiples of 16 values).
+      for (std::size_t k = 0; k < subs_per_row; ++k) float_interval(lo[k], hi[k], lo_f[k], hi_f[k]);
+      const RowCounts rc = ggml_row_counts_f32(xr, yr, L, sub, lo_f.data(), hi_f.data());
+      st.nan += rc.nan, st.overflow += rc.inf + rc.outside, st.underflow += rc.underflow;
       for (std::size_t k = 0; k < subs_per_row; ++k) {
         const float* xs = xr + k * sub;
         float* ys = yr + k * sub;
-        // NaN: counted, y = x; inf: an overflow, y = x; finite outside [lo, hi]: an overflow; else x != 0 with
-        // y == 0: an underflow. Counted without branches (x outside the interval is rare but unpredictable).
-        uint64_t nan = 0, inf = 0, out = 0, under = 0;
-        for (std::size_t i = 0; i < sub; ++i) {
-          const float v = xs[i];
-          const bool is_nan = v != v, is_inf = std::fabs(v) == INFINITY;
-          const bool outside = double(v) < lo[k] || double(v) > hi[k];
-          nan += is_nan;
-          inf += is_inf;
-          out += outside && !is_inf;
-          under += !is_nan && !is_inf && !outside && v != 0 && ys[i] == 0;
-        }
-        st.nan += nan, st.overflow += inf + out, st.underflow += under;
-        if (nan + inf)
-          for (std::size_t i = 0; i < sub; ++i)
-            if (!std::isfinite(xs[i])) ys[i] = xs[i];
         // The sub-block's step |d| is its scale (the binade histogram's |x / s|): half the clip interval's
         // width over the code count would be the same; the step is what the block stores.
         const double width = hi[k] - lo[k];
