@@ -63,6 +63,7 @@ void pass_run(const float* x, const float* q, std::size_t n, const ErrorCodePara
   for (std::size_t i0 = 0; i0 < n; i0 += kTile) {
     const std::size_t m = std::min(kTile, n - i0);
     if (p.bounds) pt.bounds = p.bounds + i0 / p.group;
+    if (p.group_lo) pt.group_lo = p.group_lo + i0 / p.group, pt.group_hi = p.group_hi + i0 / p.group;
     error_codes(x + i0, q + i0, m, pt, vc, ac, rc, level);
     for (std::size_t i = 0; i < m; ++i) {
       value[(i & vmask) * vstride + std::size_t(vc[i])]++;
@@ -348,15 +349,23 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
                          threads, [&](std::size_t gb, std::size_t ge) {
       Local h(opt.value_bins);
       ErrorCodeParams p = params;
-      p.interval = true;
-      for (std::size_t gi = gb; gi < ge; ++gi) {
-        p.clip_lo = ggml_ranges.lo[gi];
-        p.clip_hi = ggml_ranges.hi[gi];
-        pass_run(x + gi * sub, y.data() + gi * sub, sub, p, level, h);
-        float a = 0.0f;
-        for (std::size_t i = 0; i < sub; ++i)
-          if (std::isfinite(x[gi * sub + i])) a = std::max(a, std::fabs(x[gi * sub + i]));
-        amax[gi] = a;
+      if (sub % 16 == 0 && (std::size_t(512) % sub) == 0) {  // one pass over the chunk, each sub-block's interval
+        p.group = sub;
+        p.group_lo = ggml_ranges.lo.data() + gb;
+        p.group_hi = ggml_ranges.hi.data() + gb;
+        pass_run(x + gb * sub, y.data() + gb * sub, (ge - gb) * sub, p, level, h);
+      } else {
+        p.interval = true;
+        for (std::size_t gi = gb; gi < ge; ++gi) {
+          p.clip_lo = ggml_ranges.lo[gi];
+          p.clip_hi = ggml_ranges.hi[gi];
+          pass_run(x + gi * sub, y.data() + gi * sub, sub, p, level, h);
+        }
+      }
+      std::vector<float> scratch(sub);
+      for (std::size_t gi = gb; gi < ge; ++gi) {  // the finite |x|'s max (finite_copy_f32's bits are its order)
+        const uint32_t a = finite_copy_f32(x + gi * sub, scratch.data(), sub, level);
+        std::memcpy(&amax[gi], &a, 4);
       }
       merge(h);
     }, pass_progress);
