@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
-#include <optional>
 #include <sstream>
 
 #include "format/ggml_quantize.h"
@@ -240,14 +239,17 @@ EncodeOptions search_options(const Scheme& s) {
 }
 
 namespace {
+typedef float v4f __attribute__((vector_size(16)));
+
 // About std::lower_bound(c, target) (exact unless c changed at the same address): the first candidate of
 // target's binade from a table kept per thread for the last list, then a short scan. search_block_scale only
 // starts its walk there, so a stale table costs time, not results.
 std::size_t approx_lower_bound(const std::vector<double>& c, double target) {
   thread_local const double* data = nullptr;
   thread_local std::size_t size = 0;
-  thread_local uint16_t first_of[2048];  // by the biased exponent of a double
+  thread_local uint16_t first_of[2049];  // by the biased exponent of a double; [2048]: the end
   if (data != c.data() || size != c.size()) {
+    first_of[2048] = uint16_t(std::min<std::size_t>(65535, c.size()));
     for (int e = 0; e < 2048; ++e)
       first_of[e] = uint16_t(std::min<std::size_t>(
           65535, std::size_t(std::lower_bound(c.begin(), c.end(), std::ldexp(1.0, e - 1023)) - c.begin())));
@@ -256,9 +258,11 @@ std::size_t approx_lower_bound(const std::vector<double>& c, double target) {
   }
   uint64_t bits;
   std::memcpy(&bits, &target, 8);
-  std::size_t k = first_of[(bits >> 52) & 0x7ff];
-  while (k < c.size() && c[k] < target) ++k;
-  return std::min(k, c.size());
+  const std::size_t e = (bits >> 52) & 0x7ff, k = std::min<std::size_t>(first_of[e], c.size());
+  const std::size_t end = std::min<std::size_t>(first_of[e + 1], c.size());
+  std::size_t below = 0;  // the candidates of target's binade below it, counted without branches
+  for (std::size_t j = k; j < end; ++j) below += c[j] < target;
+  return k + below;
 }
 }  // namespace
 
@@ -317,14 +321,17 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
   const Format& f = s.format;
   if (f.kind != FormatKind::Float || !f.is_signed || f.no_zero || candidates.empty())
     return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
+  if (!enc) {
+    const BlockEncoder own(f, search_options(s));
+    return search_block_scale(s, candidates, x, n, tensor_scale, &own);
+  }
   // |x| of the finite x (a non-finite x counts as 0: absent from every sum), zero-padded to grid_dist2_f32's
   // multiple of 16; amax as integer bits (no loop-carried store).
   constexpr std::size_t kBatch = 16, kBatchValues = 1024;
   const std::size_t na = (n + 15) / 16 * 16;
-  float abuf[kBatchValues];
-  std::vector<float> avec;
-  float* ax = abuf;
-  if (na > kBatchValues) avec.resize(na), ax = avec.data();
+  thread_local std::vector<float> abuf(kBatchValues), xbuf(kBatchValues), ybuf(kBatchValues);  // not on the stack:
+  if (abuf.size() < na) abuf.resize(na);  // three 4 KiB arrays per call cost their page probes
+  float* ax = abuf.data();
   uint32_t amax_bits = 0;
   for (std::size_t i = 0; i < n; ++i) {
     uint32_t b;
@@ -381,17 +388,13 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
     return b;
   };
 
-  std::optional<BlockEncoder> own;
-  if (!enc) own.emplace(f, search_options(s));
-  const BlockEncoder& e = enc ? *enc : *own;
+  const BlockEncoder& e = *enc;
   // Candidates are evaluated in batches: x repeated once per candidate (copied when first needed) and encoded
   // in one kernel call (run_groups: the same values as one call per candidate), then each candidate's SE summed
   // in element order.
   const std::size_t per = std::max<std::size_t>(1, std::min(kBatch, kBatchValues / std::max<std::size_t>(n, 1)));
-  float xbuf[kBatchValues], ybuf[kBatchValues];
-  std::vector<float> xvec, yvec;
-  float *xr = xbuf, *yr = ybuf;
-  if (per * n > kBatchValues) xvec.resize(per * n), yvec.resize(per * n), xr = xvec.data(), yr = yvec.data();
+  if (xbuf.size() < per * n) xbuf.resize(per * n), ybuf.resize(per * n);
+  float *xr = xbuf.data(), *yr = ybuf.data();
   std::size_t copies = 0;
 
   double best = INFINITY;
@@ -409,12 +412,34 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
     for (; i < n; ++i) b[0] += term(double(ax[i]));
     return ((b[0] + b[1]) + (b[2] + b[3])) * order_keep;
   };
+  // In float vectors over the padded |x| (4 lanes, the baseline ISA: bounds, not results), with the thresholds
+  // rounded outwards and the sums scaled down by more than their rounding (n 2^-24, and 2^-24 per term):
+  // still below the element-order double sums of part 2. An infinite float sum takes the double chains.
+  const double float_keep = 1.0 - double(n + 8) * 0x1p-22;
+  auto masked_sum = [&](float lo_f, float hi_f) {  // sum over a < lo_f of a^2, plus over a > hi_f of (a - hi_f)^2
+    v4f acc = {};
+    for (std::size_t i = 0; i < na; i += 4) {
+      v4f a;
+      std::memcpy(&a, ax + i, sizeof a);
+      const v4f d = a - hi_f;
+      acc += a < lo_f ? a * a : (a > hi_f ? d * d : v4f{});
+    }
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  };
   auto clip_bound = [&](std::size_t k) {
     const double hi = f.max_finite * double(sc_of(k)) * (1.0 + 0x1p-20);
+    float hi_f = static_cast<float>(hi);  // rounded up: a > hi_f implies a > hi, and a - hi_f <= a - hi
+    if (double(hi_f) < hi) hi_f = std::nextafter(hi_f, INFINITY);
+    const float b = masked_sum(0.0f, hi_f);
+    if (b < INFINITY) return double(b) * float_keep;
     return chains([hi](double a) { return a > hi ? (a - hi) * (a - hi) : 0.0; });
   };
   auto small_bound = [&](std::size_t k) {
     const double lo = 0.5 * min_pos * double(sc_of(k)) * (1.0 - 0x1p-20);
+    float lo_f = static_cast<float>(lo);  // rounded down: a < lo_f implies a < lo
+    if (double(lo_f) > lo) lo_f = std::nextafter(lo_f, 0.0f);
+    const float b = masked_sum(lo_f, INFINITY);
+    if (b < INFINITY) return double(b) * float_keep;
     return chains([lo](double a) { return a < lo ? a * a : 0.0; });
   };
   // Candidates ks[0 .. m), m <= per: exact SEs, then the least (SE, index) kept.
@@ -442,8 +467,19 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
   const bool use_ub = use_lb && s.options.overflow == Overflow::Saturate;
   // With sum_c = sc^2 sum c_i t_i <= m2 + m1 sc and sum_cc = sc^2 sum c_i^2 <= cc2 + ccn sc^2 (part 3; sums of the
   // finite x in any order, scaled up: they enter upper bounds).
-  const double a2 = use_lb ? chains([](double a) { return a * a; }) / order_keep : 0;
-  const double a1 = use_lb ? chains([](double a) { return a; }) / order_keep : 0;
+  double a1 = 0, a2 = 0;
+  if (use_lb) {  // float sums scaled up past their rounding; x^2 that underflow add at most 2^-126 each
+    v4f s1 = {}, s2 = {};
+    for (std::size_t i = 0; i < na; i += 4) {
+      v4f a;
+      std::memcpy(&a, ax + i, sizeof a);
+      s1 += a;
+      s2 += a * a;
+    }
+    const double up = 1.0 + double(n + 8) * 0x1p-22;
+    a1 = double((s1[0] + s1[1]) + (s1[2] + s1[3])) * up;
+    a2 = double((s2[0] + s2[1]) + (s2[2] + s2[3])) * up + double(n) * 0x1p-126;
+  }
   const double m2 = 0x1p-18 * a2 * (1.0 + 0x1p-16), m1 = 0x1p-21 * a1 * (1.0 + 0x1p-16);
   const double cc2 = 0x1p-37 * a2 * (1.0 + 0x1p-16), ccn = 0x1p-43 * double(n) * (1.0 + 0x1p-16);
   const double d2_lo = (1.0 - double(n + 8) * 0x1p-22) * (1.0 - double(n + 8) * 0x1p-50);
@@ -469,16 +505,34 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
     }
     float scs[kBatch], d2[kBatch];
     double lb[kBatch] = {};  // m >= 1: visits are never empty
-    for (std::size_t j = 0; j < kBatch; ++j) scs[j] = j < m ? sc_of(a + j) : 1.0f;  // whole vectors
+    if (a + kBatch <= candidates.size()) {  // whole vectors (the lanes past m: any usable scale)
+      for (std::size_t j = 0; j < kBatch; ++j) scs[j] = sc_of(a + j);
+    } else {
+      for (std::size_t j = 0; j < kBatch; ++j) scs[j] = j < m ? sc_of(a + j) : 1.0f;
+    }
     grid_dist2_f32(ax, n, scs, m, grid, d2, e.level());
     // LB = sc^2 D (1 - (n + 8) 2^-22)(1 - (n + 8) 2^-50) - 2 sum_c, below SE (part 3); 0 without a bound.
     const double lo = d2_lo, c2 = m2, c1 = m1;
     for (std::size_t j = 0; j < m; ++j) {
       const double sc = scs[j], v = sc * sc * double(d2[j]) * lo - (c2 + c1 * sc);
-      lb[j] = v > 0 && d2[j] < INFINITY && scs[j] >= FLT_MIN ? v : 0.0;
+      lb[j] = (v > 0) & (d2[j] < INFINITY) & (scs[j] >= FLT_MIN) ? v : 0.0;
     }
     std::size_t first = 0;
-    for (std::size_t j = 1; j < m; ++j) first = lb[j] < lb[first] ? j : first;
+    double least = lb[0];
+    for (std::size_t j = 1; j < m; ++j) {
+      const bool less = lb[j] < least;
+      first = less ? j : first;
+      least = less ? lb[j] : least;
+    }
+    // The others whose bound can still win against (best, best_k), without branches (they rarely can).
+    auto others = [&](std::size_t* out) {
+      std::size_t k = 0;
+      for (std::size_t j = 0; j < m; ++j) {
+        out[k] = a + j;
+        k += (j != first) & ((lb[j] < best) | ((lb[j] == best) & (a + j < best_k)));
+      }
+      return k;
+    };
     const std::size_t kf = a + first;
     if (!wins(lb[first], kf)) return;  // nothing here can win
     std::size_t k = 0;
@@ -492,8 +546,7 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
         const std::size_t keep_k = best_k;
         const bool keep_exact = best_exact;
         best = ub, best_k = kf;
-        for (std::size_t j = 0; j < m; ++j)
-          if (j != first && wins(lb[j], a + j)) ks[k++] = a + j;
+        k = others(ks);
         if (k == 0) {
           best_exact = false;
           best_lb = lb[first];
@@ -505,8 +558,7 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
     }
     make_exact();
     evaluate(&kf, 1);
-    for (std::size_t j = 0; j < m; ++j)
-      if (j != first && wins(lb[j], a + j)) ks[k++] = a + j;
+    k = others(ks);
     if (k) {
       make_exact();
       evaluate(ks, k);
