@@ -367,10 +367,9 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
   if (k0 >= k1) return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
   // U also ends after kz, the first candidate under which every x rounds to 0 (kz >= k0). kz lies far above
   // where the walks stop, so it is not searched for: k < k1 is in U when k == 0 or !all_zero(k - 1).
-  auto all_zero = [&](std::size_t k) {
-    const float sc = sc_of(k);
-    return sc > 0.0f && amax < 0.5 * min_pos * double(sc);
-  };
+  // amax < 0.5 min_pos sc, as sc > amax / (0.5 min_pos): both sides exact (a power of two, no overflow).
+  const double zero_above = amax / (0.5 * min_pos);
+  auto all_zero = [&](std::size_t k) { return double(sc_of(k)) > zero_above; };
   // Start about where amax no longer clips (any start in U gives the same result; this one saves work).
   const double target = amax / (f.max_finite * double(tensor_scale));
   std::size_t ka = approx_lower_bound(candidates, target);
@@ -517,20 +516,20 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
       const double sc = scs[j], v = sc * sc * double(d2[j]) * lo - (c2 + c1 * sc);
       lb[j] = (v > 0) & (d2[j] < INFINITY) & (scs[j] >= FLT_MIN) ? v : 0.0;
     }
+    double least = lb[0];  // the least bound, then its first index
+    for (std::size_t j = 1; j < m; ++j) least = lb[j] < least ? lb[j] : least;
     std::size_t first = 0;
-    double least = lb[0];
-    for (std::size_t j = 1; j < m; ++j) {
-      const bool less = lb[j] < least;
-      first = less ? j : first;
-      least = less ? lb[j] : least;
-    }
-    // The others whose bound can still win against (best, best_k), without branches (they rarely can).
+    while (lb[first] != least) ++first;
+    // The others whose bound can still win against (best, best_k), as a bit mask (they rarely can).
     auto others = [&](std::size_t* out) {
+      const double bv = best;
+      const std::size_t bk = best_k;
+      uint32_t mask = 0;
+      for (std::size_t j = 0; j < m; ++j)
+        mask |= uint32_t((lb[j] < bv) | ((lb[j] == bv) & (a + j < bk))) << j;
+      mask &= ~(uint32_t(1) << first);
       std::size_t k = 0;
-      for (std::size_t j = 0; j < m; ++j) {
-        out[k] = a + j;
-        k += (j != first) & ((lb[j] < best) | ((lb[j] == best) & (a + j < best_k)));
-      }
+      for (; mask; mask &= mask - 1) out[k++] = a + std::size_t(__builtin_ctz(mask));
       return k;
     };
     const std::size_t kf = a + first;
@@ -575,6 +574,8 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
     k = e1;
   }
   for (std::size_t k = w0; k > k0;) {
+    const double hi = f.max_finite * double(sc_of(k - 1)) * (1.0 + 0x1p-20);  // amax's term alone first
+    if (amax > hi && !wins((amax - hi) * (amax - hi), k - 1)) break;       // (one term of clip_bound's sum)
     if (!wins(clip_bound(k - 1), k - 1)) break;
     const std::size_t e0 = k - std::min(k - k0, per);
     visit(e0, k);
