@@ -108,7 +108,7 @@ struct MinMaxAcc {
 
 // `rule` is the scheme's (apply_scheme's tensor path takes the amax rule for a 0-d block scheme: so does
 // the caller); ts is the two-level tensor scale apply_scheme used.
-// `searched`: the scale apply_scheme chose from the data (search_block_scale for ':mse' blocks, an observer for
+// `searched`: the scale apply_scheme chose from the data (BlockScaleSearch for ':mse' blocks, an observer for
 // ':p<pct>' / ':mse' tensor and channel clips), used instead of the rule's.
 GroupView group_view(const Scheme& s, const ScaleRuleParams& rule, const MinMaxAcc& mm, float ts,
                      const float* searched = nullptr) {
@@ -322,6 +322,7 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
   const float ts = v.out.tensor_scale;
 
   const std::vector<double> candidates = s.mse ? search_candidates(s) : std::vector<double>{};
+  const BlockScaleSearch search(s, candidates, ts);  // ':mse' groups apply_scheme did not record
   Totals totals(opt.value_bins);
   std::mutex mu;
   ProgressFn pass_progress;
@@ -446,7 +447,7 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
         for (std::size_t k = 0; k < idx.size(); ++k) xs[k] = x[idx[k]], ys[k] = y[idx[k]];
         MinMaxAcc mm{level};
         mm.add(xs.data(), xs.size());
-        const float searched = s.mse ? search_block_scale(s, candidates, xs.data(), xs.size(), ts) : 0.0f;
+        const float searched = s.mse ? search(xs.data(), xs.size()) : 0.0f;
         const GroupView g = group_view(s, rule, mm, ts, s.mse ? &searched : nullptr);
         groups.set(gi, g, mm.amax);
         p.bound = g.bound;
@@ -499,7 +500,7 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
         }
         MinMaxAcc mm{level};
         mm.add(x + off, len);
-        const float searched = s.mse ? search_block_scale(s, candidates, x + off, len, ts) : 0.0f;
+        const float searched = s.mse ? search(x + off, len) : 0.0f;
         const GroupView g = group_view(s, rule, mm, ts, s.mse ? &searched : nullptr);
         groups.set(gi, g, mm.amax);
         p.bound = g.bound;

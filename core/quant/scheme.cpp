@@ -241,29 +241,6 @@ EncodeOptions search_options(const Scheme& s) {
 namespace {
 typedef float v4f __attribute__((vector_size(16)));
 
-// About std::lower_bound(c, target) (exact unless c changed at the same address): the first candidate of
-// target's binade from a table kept per thread for the last list, then a short scan. search_block_scale only
-// starts its walk there, so a stale table costs time, not results.
-std::size_t approx_lower_bound(const std::vector<double>& c, double target) {
-  thread_local const double* data = nullptr;
-  thread_local std::size_t size = 0;
-  thread_local uint16_t first_of[2049];  // by the biased exponent of a double; [2048]: the end
-  if (data != c.data() || size != c.size()) {
-    first_of[2048] = uint16_t(std::min<std::size_t>(65535, c.size()));
-    for (int e = 0; e < 2048; ++e)
-      first_of[e] = uint16_t(std::min<std::size_t>(
-          65535, std::size_t(std::lower_bound(c.begin(), c.end(), std::ldexp(1.0, e - 1023)) - c.begin())));
-    data = c.data();
-    size = c.size();
-  }
-  uint64_t bits;
-  std::memcpy(&bits, &target, 8);
-  const std::size_t e = (bits >> 52) & 0x7ff, k = std::min<std::size_t>(first_of[e], c.size());
-  const std::size_t end = std::min<std::size_t>(first_of[e + 1], c.size());
-  std::size_t below = 0;  // the candidates of target's binade below it, counted without branches
-  for (std::size_t j = k; j < end; ++j) below += c[j] < target;
-  return k + below;
-}
 }  // namespace
 
 // search_block_scale finds search_block_scale_exhaustive's scale without trying most candidates. Why the result
@@ -318,15 +295,58 @@ std::size_t approx_lower_bound(const std::vector<double>& c, double target) {
 // of part 3 skip parts 3 and 4.
 float search_block_scale(const Scheme& s, const std::vector<double>& candidates, const float* x, std::size_t n,
                          float tensor_scale, const BlockEncoder* enc) {
+  return BlockScaleSearch(s, candidates, tensor_scale, enc)(x, n);
+}
+
+BlockScaleSearch::BlockScaleSearch(const Scheme& s, const std::vector<double>& candidates, float tensor_scale,
+                                   const BlockEncoder* enc)
+    : s_(&s), c_(&candidates), ts_(tensor_scale), enc_(enc) {
   const Format& f = s.format;
-  if (f.kind != FormatKind::Float || !f.is_signed || f.no_zero || candidates.empty())
-    return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
-  if (!enc) {
-    const BlockEncoder own(f, search_options(s));
-    return search_block_scale(s, candidates, x, n, tensor_scale, &own);
-  }
-  // |x| of the finite x (a non-finite x counts as 0: absent from every sum), zero-padded to grid_dist2_f32's
-  // multiple of 16; amax as integer bits (no loop-carried store).
+  if (f.kind != FormatKind::Float || !f.is_signed || f.no_zero || candidates.empty()) return;
+  if (!enc_) enc_ = &own_.emplace(f, search_options(s));
+  const std::size_t nc = candidates.size();
+  sc_.resize(nc);
+  for (std::size_t k = 0; k < nc; ++k) sc_[k] = static_cast<float>(candidates[k]) * tensor_scale;
+  // U = [k0, k1): sc_ is nondecreasing in k (both conditions are monotone in sc).
+  k0_ = std::size_t(std::find_if(sc_.begin(), sc_.end(), [](float sc) { return sc > 0.0f; }) - sc_.begin());
+  k1_ = std::size_t(std::find_if(sc_.begin(), sc_.end(), [](float sc) { return !(sc <= FLT_MAX); }) - sc_.begin());
+  if (k0_ >= k1_) return;  // no usable candidate: the exhaustive loop
+  pruned_ = true;
+  auto biased = [](double v) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, 8);
+    return int((bits >> 52) & 0x7ff);
+  };
+  e_lo_ = biased(candidates.front());
+  const int e_hi = biased(candidates.back());
+  for (int e = e_lo_; e <= e_hi + 1; ++e)
+    first_of_.push_back(uint16_t(std::min<std::size_t>(
+        65535, std::size_t(std::lower_bound(candidates.begin(), candidates.end(), std::ldexp(1.0, e - 1023)) -
+                           candidates.begin()))));
+  use_lb_ = grid_dist_params(f, grid_);
+}
+
+std::size_t BlockScaleSearch::start(double target) const {
+  const std::vector<double>& c = *c_;
+  uint64_t bits;
+  std::memcpy(&bits, &target, 8);
+  const int e = int((bits >> 52) & 0x7ff) - e_lo_;  // target > 0
+  if (e < 0) return 0;
+  if (e + 1 >= int(first_of_.size())) return c.size();
+  const std::size_t k = first_of_[std::size_t(e)], end = first_of_[std::size_t(e) + 1];
+  std::size_t below = 0;  // the candidates of target's binade below it, counted without branches
+  for (std::size_t j = k; j < end; ++j) below += c[j] < target;
+  return k + below;
+}
+
+float BlockScaleSearch::operator()(const float* x, std::size_t n) const {
+  const Scheme& s = *s_;
+  const std::vector<double>& candidates = *c_;
+  const float tensor_scale = ts_;
+  if (!pruned_) return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
+  const Format& f = s.format;
+  // |x| of the finite x (a non-finite x counts as 0: absent from every sum), zero-padded to the bound
+  // sums' multiple of 16; amax as integer bits (no loop-carried store).
   constexpr std::size_t kBatch = 16, kBatchValues = 1024;
   const std::size_t na = (n + 15) / 16 * 16;
   thread_local std::vector<float> abuf(kBatchValues), xbuf(kBatchValues), ybuf(kBatchValues);  // not on the stack:
@@ -347,36 +367,23 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
   const double amax = amax_f;
   if (!(amax > 0)) return 1.0f;  // as every rule: nothing to scale
   const double min_pos = f.min_subnormal > 0 ? f.min_subnormal : f.min_normal;
-  auto sc_of = [&](std::size_t k) { return static_cast<float>(candidates[k]) * tensor_scale; };
-  // U = [k0, k1): sc_of is nondecreasing in k, and each condition below is monotone in sc.
-  const std::size_t nc = candidates.size();
-  auto first = [&](auto pred) {  // the first k with pred(k), pred monotone; the common ends checked first
-    if (pred(std::size_t(0))) return std::size_t(0);
-    if (!pred(nc - 1)) return nc;
-    std::size_t lo = 0, hi = nc - 1;  // pred(lo) false, pred(hi) true; selects, not branches (unpredictable)
-    while (hi - lo > 1) {
-      const std::size_t mid = (lo + hi) / 2;
-      const bool p = pred(mid);
-      hi = p ? mid : hi;
-      lo = p ? lo : mid;
-    }
-    return hi;
-  };
-  const std::size_t k0 = first([&](std::size_t k) { return sc_of(k) > 0.0f; });
-  std::size_t k1 = first([&](std::size_t k) { return !(sc_of(k) <= FLT_MAX); });
-  if (k0 >= k1) return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
+  const float* scs_all = sc_.data();
+  auto sc_of = [scs_all](std::size_t k) { return scs_all[k]; };
+  const std::size_t k0 = k0_;
+  std::size_t k1 = k1_;
   // U also ends after kz, the first candidate under which every x rounds to 0 (kz >= k0). kz lies far above
   // where the walks stop, so it is not searched for: k < k1 is in U when k == 0 or !all_zero(k - 1).
   // amax < 0.5 min_pos sc, as sc > amax / (0.5 min_pos): both sides exact (a power of two, no overflow).
   const double zero_above = amax / (0.5 * min_pos);
   auto all_zero = [&](std::size_t k) { return double(sc_of(k)) > zero_above; };
   // Start about where amax no longer clips (any start in U gives the same result; this one saves work).
-  const double target = amax / (f.max_finite * double(tensor_scale));
-  std::size_t ka = approx_lower_bound(candidates, target);
+  std::size_t ka = start(amax / (f.max_finite * double(tensor_scale)));
   ka = std::max(ka, k0);
   ka = std::min(ka, k1 - 1);
   if (ka > k0 && all_zero(ka - 1)) {  // ka beyond kz (not expected: kz maps amax to half the least value)
-    k1 = std::min(k1, first(all_zero) + 1);
+    k1 = std::min(k1, std::size_t(std::partition_point(sc_.begin() + k0, sc_.begin() + k1,
+                                                       [&](float sc) { return !(double(sc) > zero_above); }) -
+                                  sc_.begin()) + 1);
     ka = std::min(ka, k1 - 1);
   }
   // The end of [a, b) within U, for a in U: one test unless kz lies inside.
@@ -387,7 +394,7 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
     return b;
   };
 
-  const BlockEncoder& e = *enc;
+  const BlockEncoder& e = *enc_;
   // Candidates are evaluated in batches: x repeated once per candidate (copied when first needed) and encoded
   // in one kernel call (run_groups: the same values as one call per candidate), then each candidate's SE summed
   // in element order.
@@ -461,8 +468,8 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
       if (se[j] < INFINITY && wins(se[j], ks[j])) best = se[j], best_k = ks[j];
   };
   // Per-candidate bounds (grid_dist2_f32, part 3 of the argument) where the element format allows.
-  GridDistParams grid;
-  const bool use_lb = n <= (std::size_t(1) << 20) && grid_dist_params(f, grid);
+  const GridDistParams& grid = grid_;
+  const bool use_lb = use_lb_ && n <= (std::size_t(1) << 20);
   const bool use_ub = use_lb && s.options.overflow == Overflow::Saturate;
   // With sum_c = sc^2 sum c_i t_i <= m2 + m1 sc and sum_cc = sc^2 sum c_i^2 <= cc2 + ccn sc^2 (part 3; sums of the
   // finite x in any order, scaled up: they enter upper bounds).
@@ -992,6 +999,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
   }
   const std::vector<double> candidates = s.mse ? search_candidates(s) : std::vector<double>{};
   const BlockEncoder search_enc(s.format, search_options(s));
+  const BlockScaleSearch search(s, candidates, out.tensor_scale, &search_enc);  // ':mse' blocks
   if (const BlockGroups layout(s, shape); layout.gathered()) {
     // 2-D tiles, or blocks along another axis: each group gathered, quantized and scattered back. Stochastic
     // rounding draws by (the group's first flat index + position in the group).
@@ -1012,7 +1020,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         for (std::size_t k = 0; k < idx.size(); ++k) xs[k] = x[idx[k]];
         MinMax mm;
         mm.add(xs.data(), xs.size());
-        const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, xs.data(), xs.size(), ts, &search_enc), 0}
+        const GroupScale g = s.mse ? GroupScale{search(xs.data(), xs.size()), 0}
                                    : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
         gq.run(xs.data(), xs.size(), idx.empty() ? 0 : idx[0], mm, g, ys.data(), st, local);
         for (std::size_t k = 0; k < idx.size(); ++k) y[idx[k]] = ys[k];
@@ -1064,7 +1072,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         const std::size_t off = off0 + k * bl;
         MinMax mm;
         mm.add(x + off, bl);
-        const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, x + off, bl, ts, &search_enc), 0}
+        const GroupScale g = s.mse ? GroupScale{search(x + off, bl), 0}
                                    : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
         const bool usable = scale_is_usable(g.scale);
         const float used = usable ? g.scale : 1.0f;
@@ -1127,7 +1135,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         const std::size_t off = r * L + b0, len = std::min(bl, L - b0);
         MinMax mm;
         mm.add(x + off, len);
-        const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, x + off, len, ts, &search_enc), 0}
+        const GroupScale g = s.mse ? GroupScale{search(x + off, len), 0}
                                    : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
         double* bound = batch ? &bounds[(whole ? (r - rb) * per_row : 0) + b0 / bl] : nullptr;
         gq.run(x + off, len, off, mm, g, y + off, st, local, !batch, bound);
