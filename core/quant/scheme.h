@@ -118,6 +118,8 @@ class BlockScaleSearch {
   std::vector<uint16_t> first_of_;  // ... and the first candidate of each, then the end
   GridDistParams grid_{};
   bool use_lb_ = false;
+  double zero_mul_ = 0;   // 2 / min_pos: every x rounds to 0 under sc > amax * zero_mul_
+  double start_mul_ = 0;  // about 1 / (max_finite * tensor_scale)
 };
 
 // A tensor or channel scale from an observer: `feed(observer)` hands it the group's values (in a fixed order,
