@@ -73,6 +73,7 @@ class BlockEncoder {
   // power of two of at least 16, n a whole number of groups, every scale usable, below index 2^32); else run()
   // per group.
   EncodeStats run_groups(const EncodeJob& job, const float* scales, std::size_t group) const;
+  SimdLevel level() const { return level_; }
 
  private:
   const Format* f_;

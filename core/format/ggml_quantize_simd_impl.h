@@ -3,8 +3,11 @@
 // and include this file.
 // Every lane runs the scalar code's operations in its order: the same sums element by element, the same
 // divisions and square root (IEEE, correctly rounded in both), nearest_int by the same bit trick, and the
-// scalar code's branches as lane selects (a lane's result never depends on another lane's).
+// scalar code's branches as lane selects (a lane's result never depends on another lane's). Two shortcuts
+// with the same results: a step's codes are rounded in float where every lane's product is small (see
+// codes()), and the winning step's codes are recomputed once at the end instead of being kept per step.
 #include <cstring>
+#include <type_traits>
 
 #include "format/ggml_quantize_simd.h"
 
@@ -40,8 +43,11 @@ void run(const float* x, int nmax, float rmin, int nstep, float* scales_out, flo
   for (int i = 0; i < n; ++i)
     for (int h = 0; h < H; ++h)
       for (int k = 0; k < NL; ++k) xv[i][h][k] = x[n * (h * NL + k) + i];
-  vf min[H], max[H], sum_w[H], sum_x[H], min0[H], best_error[H], scale[H];
-  vi flat[H], L[n][H];
+  vf min[H], max[H], xmin[H], sum_w[H], sum_x[H], min0[H], best_error[H], scale[H];
+  // The codes are not kept per step: the step that wins records its iscale and min (L_iscale, L_min), and the
+  // codes are computed once at the end from them, the same operations on the same floats.
+  vf L_iscale[H], L_min[H];
+  vi flat[H];
   for (int h = 0; h < H; ++h) {
     // kquant_scales: weights sqrt(mean x^2) + |x|
     vf sum_x2 = xv[0][h] * xv[0][h];
@@ -66,15 +72,17 @@ void run(const float* x, int nmax, float rmin, int nstep, float* scales_out, flo
       sum_w[h] += w[i][h];
       sum_x[h] += w[i][h] * xv[i][h];
     }
+    xmin[h] = min[h];
     min[h] = min[h] > zero ? zero : min[h];
     flat[h] = max[h] == min[h];
     min0[h] = min[h];  // a flat lane's search below runs on garbage (max - min = 0) and is discarded
     const vf iscale = float(nmax) / (max[h] - min[h]);
+    L_iscale[h] = iscale, L_min[h] = min[h];
     scale[h] = 1 / iscale;
     best_error[h] = zero;
     for (int i = 0; i < n; ++i) {
-      L[i][h] = clamp(nearest_int(iscale * (xv[i][h] - min[h])), nmax);
-      vf diff = scale[h] * to_float(L[i][h]) + min[h] - xv[i][h];
+      const vf lf = to_float(clamp(nearest_int(iscale * (xv[i][h] - min[h])), nmax));
+      vf diff = scale[h] * lf + min[h] - xv[i][h];
       diff = diff * diff;
       best_error[h] += w[i][h] * diff;
     }
@@ -82,19 +90,35 @@ void run(const float* x, int nmax, float rmin, int nstep, float* scales_out, flo
   for (int is = 0; is <= nstep; ++is) {
     const float num = rmin + rdelta * float(is) + float(nmax);
     vf iscale[H], sum_l[H], sum_l2[H], sum_xl[H], lf[n][H];
-    vi laux[n][H];
+    bool small = true;  // every lane's iscale * (x - min) within +-2^21: see below
     for (int h = 0; h < H; ++h) {
       iscale[h] = num / (max[h] - min[h]);  // min: the best candidate's so far, as in ggml
       sum_l[h] = sum_l2[h] = sum_xl[h] = zero;
+      // fl(iscale * fl(x - min)) is monotone in x, so its extremes come from xmin and max (NaN fails the test).
+      const vf a = iscale[h] * (xmin[h] - min[h]), b = iscale[h] * (max[h] - min[h]);
+      const vi in = (a > -0x1p21f) & (a < 0x1p21f) & (b > -0x1p21f) & (b < 0x1p21f);
+      for (int k = 0; k < NL; ++k) small &= in[k] != 0;
     }
-    for (int i = 0; i < n; ++i)
-      for (int h = 0; h < H; ++h) {
-        laux[i][h] = clamp(nearest_int(iscale[h] * (xv[i][h] - min[h])), nmax);
-        lf[i][h] = to_float(laux[i][h]);
-        sum_l[h] += w[i][h] * lf[i][h];
-        sum_l2[h] += w[i][h] * lf[i][h] * lf[i][h];
-        sum_xl[h] += w[i][h] * lf[i][h] * xv[i][h];
-      }
+    // The codes as floats. For |f| < 2^21, (f + 1.5 * 2^23) - 1.5 * 2^23 is nearest_int(f) exactly (both round
+    // f + 1.5 * 2^23 to an integer of [2^23, 2^24)), and the clamp in float is the clamp: 4 operations
+    // instead of 6.
+    auto codes = [&](auto is_small) __attribute__((always_inline)) {
+      for (int i = 0; i < n; ++i)
+        for (int h = 0; h < H; ++h) {
+          const vf f = iscale[h] * (xv[i][h] - min[h]);
+          if constexpr (decltype(is_small)::value) {
+            vf r = (f + 12582912.f) - 12582912.f;
+            r = r < zero ? zero : r;
+            lf[i][h] = r > float(nmax) ? zero + float(nmax) : r;
+          } else {
+            lf[i][h] = to_float(clamp(nearest_int(f), nmax));
+          }
+          sum_l[h] += w[i][h] * lf[i][h];
+          sum_l2[h] += w[i][h] * lf[i][h] * lf[i][h];
+          sum_xl[h] += w[i][h] * lf[i][h] * xv[i][h];
+        }
+    };
+    if (small) codes(std::true_type{}); else codes(std::false_type{});
     vf this_scale[H], this_min[H], cur_error[H];
     vi pos[H];
     for (int h = 0; h < H; ++h) {
@@ -115,12 +139,16 @@ void run(const float* x, int nmax, float rmin, int nstep, float* scales_out, flo
       }
     for (int h = 0; h < H; ++h) {
       const vi take = pos[h] & (cur_error[h] < best_error[h]);
-      for (int i = 0; i < n; ++i) L[i][h] = take ? laux[i][h] : L[i][h];
+      L_iscale[h] = take ? iscale[h] : L_iscale[h];
+      L_min[h] = take ? min[h] : L_min[h];
       best_error[h] = take ? cur_error[h] : best_error[h];
       scale[h] = take ? this_scale[h] : scale[h];
       min[h] = take ? this_min[h] : min[h];
     }
   }
+  vi L[n][H];
+  for (int i = 0; i < n; ++i)
+    for (int h = 0; h < H; ++h) L[i][h] = clamp(nearest_int(L_iscale[h] * (xv[i][h] - L_min[h])), nmax);
   for (int h = 0; h < H; ++h) {
     // The flat sub-blocks (max == min) return at once in the scalar code: codes 0, scale 0, min -min.
     const vf sc = flat[h] ? zero : scale[h];

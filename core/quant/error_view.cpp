@@ -63,6 +63,7 @@ void pass_run(const float* x, const float* q, std::size_t n, const ErrorCodePara
   for (std::size_t i0 = 0; i0 < n; i0 += kTile) {
     const std::size_t m = std::min(kTile, n - i0);
     if (p.bounds) pt.bounds = p.bounds + i0 / p.group;
+    if (p.group_lo) pt.group_lo = p.group_lo + i0 / p.group, pt.group_hi = p.group_hi + i0 / p.group;
     error_codes(x + i0, q + i0, m, pt, vc, ac, rc, level);
     for (std::size_t i = 0; i < m; ++i) {
       value[(i & vmask) * vstride + std::size_t(vc[i])]++;
@@ -107,7 +108,7 @@ struct MinMaxAcc {
 
 // `rule` is the scheme's (apply_scheme's tensor path takes the amax rule for a 0-d block scheme: so does
 // the caller); ts is the two-level tensor scale apply_scheme used.
-// `searched`: the scale apply_scheme chose from the data (search_block_scale for ':mse' blocks, an observer for
+// `searched`: the scale apply_scheme chose from the data (BlockScaleSearch for ':mse' blocks, an observer for
 // ':p<pct>' / ':mse' tensor and channel clips), used instead of the rule's.
 GroupView group_view(const Scheme& s, const ScaleRuleParams& rule, const MinMaxAcc& mm, float ts,
                      const float* searched = nullptr) {
@@ -321,6 +322,7 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
   const float ts = v.out.tensor_scale;
 
   const std::vector<double> candidates = s.mse ? search_candidates(s) : std::vector<double>{};
+  const BlockScaleSearch search(s, candidates, ts);  // ':mse' groups apply_scheme did not record
   Totals totals(opt.value_bins);
   std::mutex mu;
   ProgressFn pass_progress;
@@ -348,15 +350,23 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
                          threads, [&](std::size_t gb, std::size_t ge) {
       Local h(opt.value_bins);
       ErrorCodeParams p = params;
-      p.interval = true;
-      for (std::size_t gi = gb; gi < ge; ++gi) {
-        p.clip_lo = ggml_ranges.lo[gi];
-        p.clip_hi = ggml_ranges.hi[gi];
-        pass_run(x + gi * sub, y.data() + gi * sub, sub, p, level, h);
-        float a = 0.0f;
-        for (std::size_t i = 0; i < sub; ++i)
-          if (std::isfinite(x[gi * sub + i])) a = std::max(a, std::fabs(x[gi * sub + i]));
-        amax[gi] = a;
+      if (sub % 16 == 0 && (std::size_t(512) % sub) == 0) {  // one pass over the chunk, each sub-block's interval
+        p.group = sub;
+        p.group_lo = ggml_ranges.lo.data() + gb;
+        p.group_hi = ggml_ranges.hi.data() + gb;
+        pass_run(x + gb * sub, y.data() + gb * sub, (ge - gb) * sub, p, level, h);
+      } else {
+        p.interval = true;
+        for (std::size_t gi = gb; gi < ge; ++gi) {
+          p.clip_lo = ggml_ranges.lo[gi];
+          p.clip_hi = ggml_ranges.hi[gi];
+          pass_run(x + gi * sub, y.data() + gi * sub, sub, p, level, h);
+        }
+      }
+      std::vector<float> scratch(sub);
+      for (std::size_t gi = gb; gi < ge; ++gi) {  // the finite |x|'s max (finite_copy_f32's bits are its order)
+        const uint32_t a = finite_copy_f32(x + gi * sub, scratch.data(), sub, level);
+        std::memcpy(&amax[gi], &a, 4);
       }
       merge(h);
     }, pass_progress);
@@ -437,7 +447,7 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
         for (std::size_t k = 0; k < idx.size(); ++k) xs[k] = x[idx[k]], ys[k] = y[idx[k]];
         MinMaxAcc mm{level};
         mm.add(xs.data(), xs.size());
-        const float searched = s.mse ? search_block_scale(s, candidates, xs.data(), xs.size(), ts) : 0.0f;
+        const float searched = s.mse ? search(xs.data(), xs.size()) : 0.0f;
         const GroupView g = group_view(s, rule, mm, ts, s.mse ? &searched : nullptr);
         groups.set(gi, g, mm.amax);
         p.bound = g.bound;
@@ -490,7 +500,7 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
         }
         MinMaxAcc mm{level};
         mm.add(x + off, len);
-        const float searched = s.mse ? search_block_scale(s, candidates, x + off, len, ts) : 0.0f;
+        const float searched = s.mse ? search(x + off, len) : 0.0f;
         const GroupView g = group_view(s, rule, mm, ts, s.mse ? &searched : nullptr);
         groups.set(gi, g, mm.amax);
         p.bound = g.bound;

@@ -27,6 +27,10 @@ struct ErrorCodeParams {
   // kernels take group % (their double lanes) == 0 (error_view.cpp passes 8, 16, ..., 512).
   const double* bounds = nullptr;
   std::size_t group = 0;
+  // Groups with intervals (ggml's sub-blocks; when set, instead of bounds): element i is clipped outside
+  // [group_lo[i / group], group_hi[i / group]].
+  const double* group_lo = nullptr;
+  const double* group_hi = nullptr;
   double low() const { return interval ? clip_lo : -bound; }
   double high() const { return interval ? clip_hi : bound; }
 };

@@ -26,13 +26,18 @@ void QS_EV_CAT(error_codes_, QS_SUFFIX)(const float* x, const float* q, std::siz
   const vd lo = zd + p.lo, hi = zd + p.hi, inv = zd + p.inv, top = zd + double(p.bins - 1);
   vd clo = zd + p.low(), chi = zd + p.high();
   const vhi bins = zi + p.bins;
-  std::size_t i = 0, next = p.bounds ? 0 : ~std::size_t(0);
+  std::size_t i = 0, next = p.bounds || p.group_lo ? 0 : ~std::size_t(0);
   for (; i + ND <= n; i += ND) {
-    if (i >= next) {  // the next group's bound (groups hold whole steps)
-      const double b = p.bounds[i / p.group];
-      clo = zd - b;
-      chi = zd + b;
-      next = (i / p.group + 1) * p.group;
+    if (i >= next) {  // the next group's bound or interval (groups hold whole steps)
+      const std::size_t g = i / p.group;
+      if (p.group_lo) {
+        clo = zd + p.group_lo[g];
+        chi = zd + p.group_hi[g];
+      } else {
+        clo = zd - p.bounds[g];
+        chi = zd + p.bounds[g];
+      }
+      next = (g + 1) * p.group;
     }
     vhf xf, qf;
     std::memcpy(&xf, x + i, sizeof xf);
@@ -82,7 +87,14 @@ void QS_EV_CAT(error_codes_, QS_SUFFIX)(const float* x, const float* q, std::siz
     std::memcpy(rcode + i, &r, sizeof r);
   }
   for (; i < n; ++i) {
-    if (!p.bounds) {
+    if (p.group_lo) {
+      ErrorCodeParams one = p;
+      one.group_lo = one.group_hi = nullptr;
+      one.interval = true;
+      one.clip_lo = p.group_lo[i / p.group];
+      one.clip_hi = p.group_hi[i / p.group];
+      error_code_one(x[i], q[i], one, vcode[i], acode[i], rcode[i]);
+    } else if (!p.bounds) {
       error_code_one(x[i], q[i], p, vcode[i], acode[i], rcode[i]);
     } else {
       ErrorCodeParams one = p;

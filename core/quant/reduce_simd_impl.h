@@ -44,6 +44,99 @@ void QS_CAT(minmax_f32_, QS_SUFFIX)(const float* x, std::size_t n, float& lo_out
   hi_out = h;
 }
 
+void QS_CAT(grid_dist2_f32_, QS_SUFFIX)(const float* a, std::size_t n, const float* sc, std::size_t m,
+                                        const GridDistParams& g, float* out) {
+  // A lane per candidate: no horizontal sums, and each element is one broadcast.
+  const vf zero = {};
+  const vf maxv = zero + g.max_finite, csub = zero + g.csub;
+  const vi expmask = vi{} + 0x7f800000, cadd = vi{} + int32_t(g.cadd);
+  auto dist2 = [&](float av, vf rv) __attribute__((always_inline)) {
+    const vf t = av * rv;
+    const vf tc = t < maxv ? t : maxv;  // beyond max_finite the nearest value is max_finite
+    vi cb;
+    std::memcpy(&cb, &tc, sizeof cb);
+    cb = (cb & expmask) + cadd;  // 2^(e + 23 - M) for tc in binade e
+    vf c;
+    std::memcpy(&c, &cb, sizeof c);
+    c = c > csub ? c : csub;            // below min_normal: the subnormal step
+    const vf d = t - ((tc + c) - c);    // tc rounded to its binade's step: the nearest grid value
+    return d * d;
+  };
+  for (std::size_t j = 0; j < m; j += NF) {
+    vf rv;
+    std::memcpy(&rv, sc + j, sizeof rv);
+    rv = rv >= FLT_MIN ? 1.0f / rv : zero;  // r = 0: no bound
+    vf acc0 = zero, acc1 = zero;  // two chains: even and odd elements
+    std::size_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+      acc0 += dist2(a[i], rv);
+      acc1 += dist2(a[i + 1], rv);
+    }
+    if (i < n) acc0 += dist2(a[i], rv);
+    const vf acc = acc0 + acc1;
+    std::memcpy(out + j, &acc, sizeof acc);
+  }
+}
+
+RowCounts QS_CAT(ggml_row_counts_f32_, QS_SUFFIX)(const float* x, float* y, std::size_t n, std::size_t group,
+                                                  const float* lo, const float* hi) {
+  RowCounts c;
+  const vf zero = {}, inf = zero + INFINITY;
+  const vi absmask = vi{} + 0x7fffffff;
+  for (std::size_t b = 0, g = 0; b < n; b += group, ++g) {
+    const vf lov = zero + lo[g], hiv = zero + hi[g];
+    vi nan = {}, infc = {}, out = {}, under = {};  // lane counts (masks are -1)
+    for (std::size_t i = b; i < b + group; i += NF) {
+      vf v, q;
+      std::memcpy(&v, x + i, sizeof v);
+      std::memcpy(&q, y + i, sizeof q);
+      vi vb;
+      std::memcpy(&vb, &v, sizeof vb);
+      vf av;
+      const vi ab = vb & absmask;
+      std::memcpy(&av, &ab, sizeof av);
+      const vi is_nan = v != v, is_inf = av == inf;
+      const vi outside = (v < lov) | (v > hiv);  // false for NaN
+      nan += is_nan;
+      infc += is_inf;
+      out += outside & ~is_inf;
+      under += ~is_nan & ~is_inf & ~outside & (v != zero) & (q == zero);
+      q = (is_nan | is_inf) ? v : q;
+      std::memcpy(y + i, &q, sizeof q);
+    }
+    for (int k = 0; k < NF; ++k)
+      c.nan -= uint64_t(int64_t(nan[k])), c.inf -= uint64_t(int64_t(infc[k])), c.outside -= uint64_t(int64_t(out[k])),
+          c.underflow -= uint64_t(int64_t(under[k]));
+  }
+  return c;
+}
+
+uint32_t QS_CAT(finite_copy_f32_, QS_SUFFIX)(const float* x, float* row, std::size_t n) {
+  const vi absmask = vi{} + 0x7fffffff, expmask = vi{} + 0x7f800000;
+  vi amax = {};
+  std::size_t i = 0;
+  for (; i + NF <= n; i += NF) {
+    vi b;
+    std::memcpy(&b, x + i, sizeof b);
+    const vi finite = (b & expmask) != expmask;
+    const vi ab = b & absmask & finite;  // magnitudes below 2^31: signed compares order them
+    amax = ab > amax ? ab : amax;
+    const vi kept = b & finite;
+    std::memcpy(row + i, &kept, sizeof kept);
+  }
+  uint32_t m = 0;
+  for (int k = 0; k < NF; ++k) m = std::max(m, uint32_t(amax[k]));
+  for (; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, x + i, 4);
+    const bool finite = (b & 0x7f800000u) != 0x7f800000u;
+    const uint32_t kept = finite ? b : 0u;
+    std::memcpy(row + i, &kept, 4);
+    m = std::max(m, finite ? b & 0x7fffffffu : 0u);
+  }
+  return m;
+}
+
 namespace {
 // The error sums of groups of `group` consecutive elements, group g clipped at bounds_of(g) = {lo, hi};
 // a vector step never straddles two groups (group % NF == 0, or one group: group >= n).

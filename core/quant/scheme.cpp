@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
-#include <optional>
 #include <sstream>
 
 #include "format/ggml_quantize.h"
@@ -194,188 +193,6 @@ std::vector<double> search_candidates(const Scheme& s) {
     if (v > 0 && std::isfinite(v)) c.push_back(v);
   std::sort(c.begin(), c.end());
   return c;
-}
-
-float search_block_scale_exhaustive(const Scheme& s, const std::vector<double>& candidates, const float* x,
-                                    std::size_t n, float tensor_scale) {
-  double amax = 0, sum_x2 = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    if (std::isfinite(x[i])) amax = std::max(amax, double(std::fabs(x[i]))), sum_x2 += double(x[i]) * x[i];
-  if (!(amax > 0)) return 1.0f;  // as every rule: nothing to scale
-  EncodeOptions nearest = s.options;
-  nearest.rounding = Rounding::Nearest;
-  std::vector<float> y(n);
-  const double min_pos = s.format.min_subnormal > 0 ? s.format.min_subnormal : s.format.min_normal;
-  double best = INFINITY;
-  float best_s = 0.0f;
-  bool all_zero_tried = false;
-  for (double sb : candidates) {
-    const float sc = static_cast<float>(sb) * tensor_scale;
-    if (!scale_is_usable(sc)) continue;
-    const double clip = amax - double(sc) * s.format.max_finite;
-    if (clip > 0 && clip * clip >= best) continue;  // its clipping alone cannot beat the best
-    if (amax < 0.5 * min_pos * double(sc)) {        // every x rounds to 0: SE = sum x^2, the same for all larger s
-      if (all_zero_tried) break;
-      all_zero_tried = true;
-    }
-    EncodeJob job;
-    job.x = x;
-    job.n = n;
-    job.scale = sc;
-    job.values = y.data();
-    encode_f32(s.format, nearest, job);
-    double se = 0;
-    for (std::size_t i = 0; i < n; ++i)
-      if (std::isfinite(x[i])) se += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
-    if (se < best) best = se, best_s = sc;
-  }
-  (void)sum_x2;
-  return best_s;
-}
-
-EncodeOptions search_options(const Scheme& s) {
-  EncodeOptions nearest = s.options;
-  nearest.rounding = Rounding::Nearest;
-  return nearest;
-}
-
-// search_block_scale finds search_block_scale_exhaustive's scale without trying most candidates. Why the result
-// is the same:
-//
-// 1. Let U be the usable candidates (scale_is_usable) up to the first one under which every x rounds to 0 (the
-//    exhaustive loop stops after it; every later one has the same SE, sum x^2, and loses the tie), and let M be
-//    the first candidate of U with the least SE (SE computed exactly as the exhaustive loop does: same encoder
-//    results, same order of the double sum; NaN and inf SE never win). The exhaustive loop returns M unless
-//    its clipping test skipped M: it evaluates M otherwise, every candidate it evaluated before M has a larger
-//    SE (M is the first least), and none after M is smaller. That test skips M only when
-//    clip_M^2 >= best-so-far > SE_M; so when clip_M <= 0 or clip_M^2 <= SE_M, M is the answer. Otherwise
-//    (possible where s * max_finite rounds up in float, so the clipped element's error is a hair below clip^2)
-//    the exhaustive loop runs.
-// 2. M is found by visiting candidates in any order, keeping the least (SE, index). A candidate is skipped when
-//    a lower bound LB <= SE of its SE cannot win: LB > best, or LB == best and its index is larger. Lower bounds
-//    come from single elements, summed over the finite x in element order: the double sum of nonnegative terms
-//    rounded to nearest is monotone in each term (every partial sum is fl(p + t), monotone in p and t), so
-//    terms b_i <= t_i = fl((x_i - y_i)^2) give a sum <= SE. Two kinds of terms:
-//    - clipped: y_i is a format value (|v| <= max_finite: signed float formats are symmetric) times sc in
-//      float32, so |y_i| <= max_finite * sc * (1 + 2^-24) < hi = max_finite * sc * (1 + 2^-20) (or y_i is
-//      inf / NaN, which only makes t_i larger or SE NaN); for |x_i| > hi, b_i = fl(|x_i| - hi)^2 <= t_i
-//      (|x_i - y_i| >= |x_i| - |y_i|, and fl is monotone). Fewer candidates clip as sc grows, so this sum
-//      only grows as sc falls: once it exceeds best, every smaller candidate is out too.
-//    - small: |x_i| < lo = 0.5 * min_pos * sc * (1 - 2^-20) makes fl(x_i / sc) < 0.5 * min_pos, which round to
-//      nearest takes to +-0 (the format has a zero), so t_i = x_i^2 exactly. More x are small as sc grows, so
-//      this sum only grows with sc: once it cannot win, no larger candidate can.
-//    A candidate that is visited is encoded and its SE summed in order; the sum stops as soon as the partial
-//    sum cannot win (partial sums of nonnegative terms never decrease).
-// Formats outside that argument (integers, unsigned, no zero) take the exhaustive loop.
-float search_block_scale(const Scheme& s, const std::vector<double>& candidates, const float* x, std::size_t n,
-                         float tensor_scale, const BlockEncoder* enc) {
-  const Format& f = s.format;
-  if (f.kind != FormatKind::Float || !f.is_signed || f.no_zero || candidates.empty())
-    return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
-  double amax = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    if (std::isfinite(x[i])) amax = std::max(amax, double(std::fabs(x[i])));
-  if (!(amax > 0)) return 1.0f;  // as every rule: nothing to scale
-  const double min_pos = f.min_subnormal > 0 ? f.min_subnormal : f.min_normal;
-  auto sc_of = [&](std::size_t k) { return static_cast<float>(candidates[k]) * tensor_scale; };
-  // U = [k0, k1): sc_of is nondecreasing in k, and each condition below is monotone in sc.
-  const std::size_t nc = candidates.size();
-  auto first = [&](auto pred) {  // the first k with pred(sc_of(k)), pred monotone; the common ends checked first
-    if (pred(sc_of(0))) return std::size_t(0);
-    if (!pred(sc_of(nc - 1))) return nc;
-    std::size_t lo = 1, hi = nc - 1;
-    while (lo < hi) {
-      const std::size_t mid = (lo + hi) / 2;
-      if (pred(sc_of(mid))) hi = mid; else lo = mid + 1;
-    }
-    return lo;
-  };
-  const std::size_t k0 = first([](float sc) { return sc > 0.0f; });
-  std::size_t k1 = first([](float sc) { return !(sc <= FLT_MAX); });
-  const std::size_t kz = first([&](float sc) { return sc > 0.0f && amax < 0.5 * min_pos * double(sc); });
-  k1 = std::min(k1, kz + 1);
-  if (k0 >= k1) return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
-  // Start about where amax no longer clips (any start in [k0, k1) gives the same result; this one saves work).
-  const double target = amax / (f.max_finite * double(tensor_scale));
-  std::size_t ka = std::size_t(std::lower_bound(candidates.begin(), candidates.end(), target) - candidates.begin());
-  ka = std::max(ka, k0);
-  ka = std::min(ka, k1 - 1);
-
-  std::optional<BlockEncoder> own;
-  if (!enc) own.emplace(f, search_options(s));
-  const BlockEncoder& e = enc ? *enc : *own;
-  // Candidates are evaluated in batches: x repeated once per candidate and encoded in one kernel call
-  // (run_groups: the same values as one call per candidate), then each candidate's SE summed in element order.
-  constexpr std::size_t kBatch = 16, kBatchValues = 1024;
-  const std::size_t per = std::max<std::size_t>(1, std::min(kBatch, kBatchValues / std::max<std::size_t>(n, 1)));
-  float xbuf[kBatchValues], ybuf[kBatchValues];
-  std::vector<float> xvec, yvec;
-  float *xr = xbuf, *yr = ybuf;
-  if (per * n > kBatchValues) xvec.resize(per * n), yvec.resize(per * n), xr = xvec.data(), yr = yvec.data();
-  for (std::size_t j = 0; j < per; ++j) std::memcpy(xr + j * n, x, n * sizeof(float));
-
-  double best = INFINITY;
-  std::size_t best_k = SIZE_MAX;
-  auto wins = [&](double v, std::size_t k) { return v < best || (v == best && k < best_k); };
-  // The two monotone lower bounds of the argument above (only the elements of one kind count).
-  auto clip_bound = [&](std::size_t k) {
-    const double hi = f.max_finite * double(sc_of(k)) * (1.0 + 0x1p-20);
-    double b = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const double a = std::fabs(double(x[i]));
-      if (std::isfinite(x[i]) && a > hi) b += (a - hi) * (a - hi);
-    }
-    return b;
-  };
-  auto small_bound = [&](std::size_t k) {
-    const double lo = 0.5 * min_pos * double(sc_of(k)) * (1.0 - 0x1p-20);
-    double b = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const double a = std::fabs(double(x[i]));
-      if (a < lo) b += a * a;  // false for NaN and inf
-    }
-    return b;
-  };
-  // Candidates [a, b), b - a <= per: exact SEs, then the least (SE, index) kept.
-  auto evaluate = [&](std::size_t a, std::size_t b) {
-    float scales[kBatch];
-    double se[kBatch] = {};
-    const std::size_t m = b - a;
-    for (std::size_t j = 0; j < m; ++j) scales[j] = sc_of(a + j);
-    EncodeJob job;
-    job.x = xr;
-    job.n = m * n;
-    job.values = yr;
-    e.run_groups(job, scales, n);
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!std::isfinite(x[i])) continue;
-      const double xi = x[i];
-      for (std::size_t j = 0; j < m; ++j) se[j] += (xi - yr[j * n + i]) * (xi - yr[j * n + i]);
-    }
-    for (std::size_t j = 0; j < m; ++j)  // an infinite SE never wins, as in the exhaustive loop
-      if (se[j] < INFINITY && wins(se[j], a + j)) best = se[j], best_k = a + j;
-  };
-  // First the neighbourhood of ka where the least SE lies on most blocks (from 3 below), then upwards and
-  // downwards while the bounds allow.
-  const std::size_t w0 = std::max(k0, ka >= 3 ? ka - 3 : 0), w1 = std::min(k1, w0 + per);  // w0 < k1
-  evaluate(w0, w1);
-  for (std::size_t k = w1; k < k1;) {
-    if (!wins(small_bound(k), k)) break;
-    const std::size_t e1 = std::min(k1, k + per);
-    evaluate(k, e1);
-    k = e1;
-  }
-  for (std::size_t k = w0; k > k0;) {
-    if (!wins(clip_bound(k - 1), k - 1)) break;
-    const std::size_t e0 = k - std::min(k - k0, per);
-    evaluate(e0, k);
-    k = e0;
-  }
-  if (best_k == SIZE_MAX) return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
-  const float sc = sc_of(best_k);
-  const double clip = amax - double(sc) * f.max_finite;
-  if (clip > 0 && clip * clip > best) return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
-  return sc;
 }
 
 BlockGroups::BlockGroups(const Scheme& s, const std::vector<int64_t>& shape) {
@@ -629,39 +446,23 @@ SchemeOutput apply_ggml(const Scheme& s, const float* x, const std::vector<int64
     EncodeStats st;
     ErrorMetrics local;
     local.histograms = metrics && metrics->histograms;
-    uint32_t amax_bits = 0;  // |x| of the finite x as bits: their integer max is the float max, and vectorizes
+    std::vector<float> lo_f(subs_per_row), hi_f(subs_per_row);
+    uint32_t amax_bits = 0;  // |x| of the finite x as bits: their integer max is the float max
     for (std::size_t r = rb; r < re; ++r) {
       const float* xr = x + r * L;
       float* yr = y + r * L;
-      for (std::size_t i = 0; i < L; ++i) {
-        uint32_t b;
-        std::memcpy(&b, xr + i, 4);
-        const bool finite = (b & 0x7f800000u) != 0x7f800000u;
-        row[i] = finite ? xr[i] : 0.0f;
-        amax_bits = std::max(amax_bits, finite ? b & 0x7fffffffu : 0u);
-      }
+      amax_bits = std::max(amax_bits, finite_copy_f32(xr, row.data(), L));
       ggml::quantize_ref(type, row.data(), L, blocks.data());
       ggml::dequantize(type, blocks.data(), L, yr);
       ggml::clip_ranges(type, blocks.data(), L, lo.data(), hi.data());
+      // NaN: counted, y = x; inf: an overflow, y = x; finite outside [lo, hi]: an overflow; else x != 0 with
+      // y == 0: an underflow. One vectorized pass per row (sub-blocks are multiples of 16 values).
+      for (std::size_t k = 0; k < subs_per_row; ++k) float_interval(lo[k], hi[k], lo_f[k], hi_f[k]);
+      const RowCounts rc = ggml_row_counts_f32(xr, yr, L, sub, lo_f.data(), hi_f.data());
+      st.nan += rc.nan, st.overflow += rc.inf + rc.outside, st.underflow += rc.underflow;
       for (std::size_t k = 0; k < subs_per_row; ++k) {
         const float* xs = xr + k * sub;
         float* ys = yr + k * sub;
-        // NaN: counted, y = x; inf: an overflow, y = x; finite outside [lo, hi]: an overflow; else x != 0 with
-        // y == 0: an underflow. Counted without branches (x outside the interval is rare but unpredictable).
-        uint64_t nan = 0, inf = 0, out = 0, under = 0;
-        for (std::size_t i = 0; i < sub; ++i) {
-          const float v = xs[i];
-          const bool is_nan = v != v, is_inf = std::fabs(v) == INFINITY;
-          const bool outside = double(v) < lo[k] || double(v) > hi[k];
-          nan += is_nan;
-          inf += is_inf;
-          out += outside && !is_inf;
-          under += !is_nan && !is_inf && !outside && v != 0 && ys[i] == 0;
-        }
-        st.nan += nan, st.overflow += inf + out, st.underflow += under;
-        if (nan + inf)
-          for (std::size_t i = 0; i < sub; ++i)
-            if (!std::isfinite(xs[i])) ys[i] = xs[i];
         // The sub-block's step |d| is its scale (the binade histogram's |x / s|): half the clip interval's
         // width over the code count would be the same; the step is what the block stores.
         const double width = hi[k] - lo[k];
@@ -793,6 +594,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
   }
   const std::vector<double> candidates = s.mse ? search_candidates(s) : std::vector<double>{};
   const BlockEncoder search_enc(s.format, search_options(s));
+  const BlockScaleSearch search(s, candidates, out.tensor_scale, &search_enc);  // ':mse' blocks
   if (const BlockGroups layout(s, shape); layout.gathered()) {
     // 2-D tiles, or blocks along another axis: each group gathered, quantized and scattered back. Stochastic
     // rounding draws by (the group's first flat index + position in the group).
@@ -813,7 +615,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         for (std::size_t k = 0; k < idx.size(); ++k) xs[k] = x[idx[k]];
         MinMax mm;
         mm.add(xs.data(), xs.size());
-        const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, xs.data(), xs.size(), ts, &search_enc), 0}
+        const GroupScale g = s.mse ? GroupScale{search(xs.data(), xs.size()), 0}
                                    : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
         gq.run(xs.data(), xs.size(), idx.empty() ? 0 : idx[0], mm, g, ys.data(), st, local);
         for (std::size_t k = 0; k < idx.size(); ++k) y[idx[k]] = ys[k];
@@ -865,7 +667,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         const std::size_t off = off0 + k * bl;
         MinMax mm;
         mm.add(x + off, bl);
-        const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, x + off, bl, ts, &search_enc), 0}
+        const GroupScale g = s.mse ? GroupScale{search(x + off, bl), 0}
                                    : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
         const bool usable = scale_is_usable(g.scale);
         const float used = usable ? g.scale : 1.0f;
@@ -928,7 +730,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
         const std::size_t off = r * L + b0, len = std::min(bl, L - b0);
         MinMax mm;
         mm.add(x + off, len);
-        const GroupScale g = s.mse ? GroupScale{search_block_scale(s, candidates, x + off, len, ts, &search_enc), 0}
+        const GroupScale g = s.mse ? GroupScale{search(x + off, len), 0}
                                    : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
         double* bound = batch ? &bounds[(whole ? (r - rb) * per_row : 0) + b0 / bl] : nullptr;
         gq.run(x + off, len, off, mm, g, y + off, st, local, !batch, bound);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "format/encode_simd.h"
+#include "quant/reduce_simd.h"
 #include "format/format.h"
 #include "format/ggml_blocks.h"
 #include "quant/metrics.h"
@@ -94,6 +95,32 @@ float search_block_scale(const Scheme& s, const std::vector<double>& candidates,
                          float tensor_scale, const BlockEncoder* enc = nullptr);
 float search_block_scale_exhaustive(const Scheme& s, const std::vector<double>& candidates, const float* x,
                                     std::size_t n, float tensor_scale);
+// search_block_scale with what depends only on the tensor prepared once (the candidates as float scales, the
+// usable range, the start table, the grid's parameters): apply_scheme builds one per tensor and calls it per
+// block, from any thread. s, candidates and enc must outlive it.
+class BlockScaleSearch {
+ public:
+  BlockScaleSearch(const Scheme& s, const std::vector<double>& candidates, float tensor_scale,
+                   const BlockEncoder* enc = nullptr);
+  float operator()(const float* x, std::size_t n) const;
+
+ private:
+  std::size_t start(double target) const;  // std::lower_bound(candidates, target)
+  const Scheme* s_;
+  const std::vector<double>* c_;
+  float ts_;
+  std::optional<BlockEncoder> own_;
+  const BlockEncoder* enc_;
+  bool pruned_ = false;         // the format is inside the argument (else the exhaustive loop)
+  std::vector<float> sc_;       // float(candidates[k]) * tensor_scale
+  std::size_t k0_ = 0, k1_ = 0;  // the usable candidates, before the all-zero end
+  int e_lo_ = 0;                // the candidates' binades (biased double exponents) from e_lo_ ...
+  std::vector<uint16_t> first_of_;  // ... and the first candidate of each, then the end
+  GridDistParams grid_{};
+  bool use_lb_ = false;
+  double zero_mul_ = 0;   // 2 / min_pos: every x rounds to 0 under sc > amax * zero_mul_
+  double start_mul_ = 0;  // about 1 / (max_finite * tensor_scale)
+};
 
 // A tensor or channel scale from an observer: `feed(observer)` hands it the group's values (in a fixed order,
 // so that every caller gets the same scale); s = clip / max_finite in float32, floored at FLT_MIN, 1 when the

@@ -517,6 +517,31 @@ TEST_P(ErrorViewLevel, CodesMatchDefinition) {
     for (std::size_t i = 0; i < n; ++i)
       ASSERT_TRUE(v[i] == v0[i] && a[i] == a0[i] && r[i] == r0[i])
           << qs::to_string(level) << " element " << i << ": x=" << x[i] << " q=" << q[i];
+    // Groups with their own intervals (ggml's sub-blocks: not symmetric, possibly not holding 0), groups of
+    // 8 and 16 (1000 is not a whole number of 16: a partial last group, in the tail).
+    for (std::size_t group : {8u, 16u}) {
+      const std::size_t groups = (n + group - 1) / group;
+      std::vector<double> glo(groups), ghi(groups);
+      for (std::size_t g = 0; g < groups; ++g) {
+        const double c = rng.normal() * hiV * 0.3, w = rng.unit() * hiV;
+        glo[g] = g % 5 == 0 ? c : c - w;  // g % 5 == 0: the interval [c, c + w] need not hold 0
+        ghi[g] = c + w;
+      }
+      qs::detail::ErrorCodeParams pg = p;
+      pg.group = group;
+      pg.group_lo = glo.data();
+      pg.group_hi = ghi.data();
+      qs::detail::error_codes(x.data(), q.data(), n, pg, v.data(), a.data(), r.data(), level);
+      for (std::size_t i = 0; i < n; ++i) {
+        qs::detail::ErrorCodeParams one = p;
+        one.interval = true;
+        one.clip_lo = glo[i / group];
+        one.clip_hi = ghi[i / group];
+        qs::detail::error_code_one(x[i], q[i], one, v0[i], a0[i], r0[i]);
+        ASSERT_TRUE(v[i] == v0[i] && a[i] == a0[i] && r[i] == r0[i])
+            << qs::to_string(level) << " group " << group << " element " << i << ": x=" << x[i] << " q=" << q[i];
+      }
+    }
   }
 }
 

@@ -322,6 +322,19 @@ TEST(GgmlSchemes, ErrorViewAgreesWithMetrics) {
   }
 }
 
+namespace {
+// The first byte where the Q4_K / Q5_K blocks quantize_ref writes at `level` differ from the scalar
+// reference's (SIZE_MAX: none).
+std::size_t firstKquantDifference(BlockType t, const std::vector<float>& x, qs::SimdLevel level) {
+  std::vector<uint8_t> ref(qs::ggml::quantized_bytes(t, x.size())), got(ref.size(), 0xAA);
+  qs::ggml::quantize_ref(t, x.data(), x.size(), ref.data(), qs::SimdLevel::Generic);
+  qs::ggml::quantize_ref(t, x.data(), x.size(), got.data(), level);
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    if (got[i] != ref[i]) return i;
+  return SIZE_MAX;
+}
+}  // namespace
+
 // Q4_K / Q5_K's sub-block search runs vectorized across sub-blocks (format/ggml_quantize_simd.h): every compiled
 // level must write the scalar reference's bytes (SimdLevel::Generic, the code checked against ggml's C by
 // tests/oracle) on random rows and on sub-blocks built to hit each branch of make_qkx2_quants: zeros, a
@@ -382,18 +395,36 @@ TEST(GgmlBlocks, KquantLevelsMatchReference) {
         }
       }
     }
-    for (BlockType t : {BlockType::Q4_K, BlockType::Q5_K}) {
-      std::vector<uint8_t> ref(qs::ggml::quantized_bytes(t, x.size()));
-      qs::ggml::quantize_ref(t, x.data(), x.size(), ref.data(), qs::SimdLevel::Generic);
+    for (BlockType t : {BlockType::Q4_K, BlockType::Q5_K})
       for (qs::SimdLevel level : qs::available_simd_levels()) {
-        std::vector<uint8_t> got(ref.size(), 0xAA);
-        qs::ggml::quantize_ref(t, x.data(), x.size(), got.data(), level);
-        for (std::size_t i = 0; i < ref.size(); ++i)
-          ASSERT_EQ(got[i], ref[i]) << qs::ggml::block_info(t).name << " " << qs::to_string(level) << " trial " << trial
-                                    << " byte " << i << " (block " << i / qs::ggml::block_info(t).block_bytes << ")";
+        const std::size_t i = firstKquantDifference(t, x, level);
+        ASSERT_EQ(i, SIZE_MAX) << qs::ggml::block_info(t).name << " " << qs::to_string(level) << " trial " << trial
+                               << " byte " << i << " (block " << i / qs::ggml::block_info(t).block_bytes << ")";
         ++checked;
       }
-    }
   }
   EXPECT_GE(checked, 240u + (qs::available_simd_levels().size() > 1 ? 200u : 0u));
+}
+
+// The same on many plain random super-blocks (normal, Laplace, uniform, one-signed; 4096 of them), where the
+// search's steps compete closely: a step's codes taken one too high (16 for Q4_K: num reaches 16) or its
+// decision to take a candidate made on a wrong sum shows here as different scales, mins or codes.
+TEST(GgmlBlocks, KquantLevelsMatchReferenceRandom) {
+  Rng r = Rng::from_tag("kquant-random");
+  std::vector<float> x(256 * 4096);
+  for (std::size_t sb = 0; sb < x.size() / 256; ++sb) {
+    const double sigma = std::ldexp(1.0, int(r.unit() * 20) - 10);
+    for (std::size_t i = 0; i < 256; ++i) {
+      const int kind = int(sb % 4);
+      const double v = kind == 0 ? r.normal() : kind == 1 ? r.laplace() : kind == 2 ? r.unit() - 0.3 : std::fabs(r.normal());
+      x[256 * sb + i] = float(v * sigma);
+    }
+  }
+  std::size_t checked = 0;
+  for (BlockType t : {BlockType::Q4_K, BlockType::Q5_K})
+    for (qs::SimdLevel level : qs::available_simd_levels()) {
+      EXPECT_EQ(firstKquantDifference(t, x, level), SIZE_MAX) << qs::ggml::block_info(t).name << " " << qs::to_string(level);
+      ++checked;
+    }
+  EXPECT_EQ(checked, 2 * qs::available_simd_levels().size());
 }

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <numbers>
 #include <set>
@@ -538,4 +539,79 @@ TEST(Metrics, ErrorSumsLevels) {
             EXPECT_LE(std::fabs((long double)got - want), tol * want) << g17(got) << " vs " << g17(double(want));
         }
       }
+}
+
+// apply_scheme's ggml row checks (ggml_row_counts_f32, finite_copy_f32) at every level against their scalar
+// definition: NaN, +-inf, zero, tiny and huge x and y, and clip intervals whose ends lie between two floats, on
+// a float, at 0, infinite or NaN (float_interval's rounding of each end is what makes the float compares equal
+// the double ones); groups of 16 and 32, and 24 (the fallback).
+TEST(Metrics, GgmlRowCountsLevels) {
+  Rng g{kDataSeed + 97};
+  auto value = [&](double scale) {
+    switch (g.next() % 12) {
+      case 0: return kNaN;
+      case 1: return float(g.sign()) * kInf;
+      case 2: return 0.0f;
+      case 3: return float(g.normal() * 1e-42);
+      case 4: return float(g.normal() * 1e38);
+      default: return float(g.normal() * scale);
+    }
+  };
+  auto end = [&](double v) {  // an interval end: v itself, between two floats, or special
+    switch (g.next() % 8) {
+      case 0: return double(float(v));
+      case 1: return double(float(v)) + double(float(v)) * 0x1p-30;
+      case 2: return double(float(v)) - double(float(v)) * 0x1p-30;
+      case 3: return 0.0;
+      case 4: return double(kInf) * (v < 0 ? -1 : 1);
+      case 5: return double(kNaN);
+      case 6: return v * 1e300;
+      default: return v;
+    }
+  };
+  std::size_t rows = 0;
+  for (std::size_t group : {16u, 32u, 24u}) {
+    for (int trial = 0; trial < 300; ++trial) {
+      const std::size_t groups = 1 + g.next() % 9, n = groups * group;
+      const double scale = std::ldexp(1.0, int(g.next() % 40) - 20);
+      std::vector<float> x(n), y(n);
+      for (float& v : x) v = value(scale);
+      for (std::size_t i = 0; i < n; ++i)  // y: often x's value, often 0
+        y[i] = g.next() % 3 == 0 ? 0.0f : g.next() % 2 ? x[i] : value(scale);
+      std::vector<double> lo(groups), hi(groups);
+      std::vector<float> lo_f(groups), hi_f(groups);
+      for (std::size_t k = 0; k < groups; ++k) {
+        lo[k] = end(-g.unit() * 2 * scale);
+        hi[k] = end(g.unit() * 2 * scale);
+        if (g.next() % 4 == 0) lo[k] = end(double(x[k * group + g.next() % group]));  // an end on a value of x
+        qs::float_interval(lo[k], hi[k], lo_f[k], hi_f[k]);
+      }
+      std::vector<float> want_y = y;
+      const qs::RowCounts want = qs::ggml_row_counts_ref(x.data(), want_y.data(), n, group, lo.data(), hi.data());
+      std::vector<float> row(n);
+      for (qs::SimdLevel level : qs::available_simd_levels()) {
+        std::vector<float> got_y = y;
+        const qs::RowCounts got = qs::ggml_row_counts_f32(x.data(), got_y.data(), n, group, lo_f.data(), hi_f.data(), level);
+        EXPECT_EQ(got.nan, want.nan) << qs::to_string(level) << " trial " << trial;
+        EXPECT_EQ(got.inf, want.inf) << qs::to_string(level) << " trial " << trial;
+        EXPECT_EQ(got.outside, want.outside) << qs::to_string(level) << " trial " << trial;
+        EXPECT_EQ(got.underflow, want.underflow) << qs::to_string(level) << " trial " << trial;
+        EXPECT_EQ(std::memcmp(got_y.data(), want_y.data(), n * 4), 0) << qs::to_string(level) << " trial " << trial;
+        // finite_copy_f32 on odd lengths too.
+        const std::size_t m = n - g.next() % 7;
+        uint32_t amax = 0;
+        std::vector<float> want_row(m);
+        for (std::size_t i = 0; i < m; ++i) {
+          want_row[i] = std::isfinite(x[i]) ? x[i] : 0.0f;
+          uint32_t b;
+          std::memcpy(&b, &want_row[i], 4);
+          amax = std::max(amax, b & 0x7fffffffu);
+        }
+        EXPECT_EQ(qs::finite_copy_f32(x.data(), row.data(), m, level), amax) << qs::to_string(level);
+        EXPECT_EQ(std::memcmp(row.data(), want_row.data(), m * 4), 0) << qs::to_string(level);
+        ++rows;
+      }
+    }
+  }
+  EXPECT_EQ(rows, 900 * qs::available_simd_levels().size());
 }

@@ -4,6 +4,7 @@
 // does worse than the amax rule on any block, and apply_scheme / the Error view use the scale it finds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -11,6 +12,7 @@
 
 #include "format/encode_simd.h"
 #include "quant/error_view.h"
+#include "quant/reduce_simd.h"
 #include "quant/scheme.h"
 #include "test_rng.h"
 
@@ -159,18 +161,119 @@ TEST(ScaleSearch, PrunedEqualsExhaustive) {
         const float ts = trial % 5 == 0 ? 1.0f
                          : trial % 5 == 1 ? float(std::ldexp(1.0, int(r.unit() * 240) - 120))
                                           : float(std::ldexp(r.uniform(1, 2), int(r.unit() * 24) - 12));
-        const float got = qs::search_block_scale(s, cands, x.data(), n, ts);
         const float want = qs::search_block_scale_exhaustive(s, cands, x.data(), n, ts);
-        ++blocks;
-        if (std::memcmp(&got, &want, 4) != 0) {
-          ++diffs;
-          ADD_FAILURE() << spec << " overflow " << ovf << " trial " << trial << " n " << n << ": pruned " << got
-                        << " exhaustive " << want;
+        for (qs::SimdLevel level : qs::available_simd_levels()) {  // the bounds' kernel runs at the encoder's level
+          const qs::BlockEncoder enc(s.format, qs::search_options(s), level);
+          const float got = qs::search_block_scale(s, cands, x.data(), n, ts, &enc);
+          ++blocks;
+          if (std::memcmp(&got, &want, 4) != 0) {
+            ++diffs;
+            ADD_FAILURE() << spec << " overflow " << ovf << " trial " << trial << " n " << n << " level "
+                          << qs::to_string(level) << ": pruned " << got << " exhaustive " << want;
+          }
         }
       }
     }
   }
   EXPECT_EQ(diffs, 0u);
   EXPECT_GE(parsed, 5u);
-  EXPECT_EQ(blocks, parsed * 2 * 700);
+  EXPECT_EQ(blocks, parsed * 2 * 700 * qs::available_simd_levels().size());
+}
+
+// The two candidates of least error a hair apart: blocks whose error under one candidate is within a few ulps of
+// the error under the next (a value moved until the two errors cross), so the bounds cannot separate them and
+// the search must fall back to exact errors; and blocks of one candidate's grid points (error 0 ties).
+TEST(ScaleSearch, NearTiesEqualExhaustive) {
+  Rng r = Rng::from_tag("near-ties");
+  const qs::Scheme s = qs::parse_scheme("e2m1fn/block:16:e4m3fn:mse");
+  const auto cands = qs::search_candidates(s);
+  std::size_t diffs = 0, blocks = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    std::vector<float> x(16);
+    for (float& v : x) v = float(r.normal());
+    const float ts = float(std::ldexp(r.uniform(1, 2), int(r.unit() * 8) - 10));
+    // Move x[0] by bisection until the exhaustive choice flips between two neighbouring winners.
+    float lo = x[0], hi = x[0] * 3 + 1;
+    const float w_lo = qs::search_block_scale_exhaustive(s, cands, x.data(), 16, ts);
+    x[0] = hi;
+    const float w_hi = qs::search_block_scale_exhaustive(s, cands, x.data(), 16, ts);
+    for (int it = 0; it < 40 && w_lo != w_hi; ++it) {
+      x[0] = lo + (hi - lo) / 2;
+      if (x[0] == lo || x[0] == hi) break;
+      (qs::search_block_scale_exhaustive(s, cands, x.data(), 16, ts) == w_lo ? lo : hi) = x[0];
+    }
+    for (float v0 : {lo, hi}) {
+      x[0] = v0;
+      const float want = qs::search_block_scale_exhaustive(s, cands, x.data(), 16, ts);
+      for (qs::SimdLevel level : qs::available_simd_levels()) {
+        const qs::BlockEncoder enc(s.format, qs::search_options(s), level);
+        const float got = qs::search_block_scale(s, cands, x.data(), 16, ts, &enc);
+        ++blocks;
+        if (std::memcmp(&got, &want, 4) != 0) {
+          ++diffs;
+          ADD_FAILURE() << "trial " << trial << " level " << qs::to_string(level) << ": pruned " << got
+                        << " exhaustive " << want;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(diffs, 0u);
+  EXPECT_EQ(blocks, 800 * qs::available_simd_levels().size());
+}
+
+// grid_dist2_f32 (the bounds' kernel): the formats it accepts have exactly the grid it assumes (their distinct
+// values), and at every level its sums are the squared distances to the nearest value of the format (found by
+// search in distinct_values), within the float rounding the bounds allow for.
+TEST(ScaleSearch, GridDistanceKernel) {
+  Rng r = Rng::from_tag("grid-dist");
+  std::size_t accepted = 0;
+  for (const char* spec : {"e2m1fn", "e2m3fn", "e3m2fn", "e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz", "e4m3b11fnuz",
+                           "e4m3", "e3m4", "fp16", "bf16", "e8m0fnu", "int4", "int8", "uint8"}) {
+    const qs::Format f = qs::parse_format(spec);
+    qs::GridDistParams g;
+    if (!qs::grid_dist_params(f, g)) continue;
+    ++accepted;
+    std::vector<double> grid;  // nonnegative finite values, ascending
+    for (double v : qs::distinct_values(f))
+      if (v >= 0 && std::isfinite(v)) grid.push_back(v);
+    // The assumed grid: 0, then steps of 2^(emin - M) below 2^emin and 2^(e - M) in binade e, up to max.
+    std::vector<double> built{0.0};
+    while (built.back() < f.max_finite) {
+      const double v = built.back();
+      built.push_back(v + (v < f.min_normal ? f.min_subnormal : std::ldexp(1.0, std::ilogb(v) - f.mbits)));
+    }
+    EXPECT_EQ(built, grid) << spec;
+    auto dist = [&](double t) {
+      const auto it = std::lower_bound(grid.begin(), grid.end(), t);
+      double d = it == grid.end() ? t - grid.back() : *it - t;
+      if (it != grid.begin()) d = std::min(d, t - *(it - 1));
+      return d;
+    };
+    for (int trial = 0; trial < 60; ++trial) {
+      const std::size_t n = 1 + r.next() % 40, m = 1 + r.next() % 16;
+      std::vector<float> a(n), sc(16, 1.0f);
+      for (float& v : a) v = float(std::fabs(r.normal()) * std::ldexp(1.0, int(r.unit() * 16) - 8));
+      if (trial % 4 == 1) a[0] = 0;
+      for (std::size_t j = 0; j < m; ++j) {
+        sc[j] = float(std::ldexp(r.uniform(1, 2), int(r.unit() * 20) - 10) / f.max_finite);
+        if (trial % 4 == 2 && j == 0) a[r.next() % n] = float(grid[r.next() % grid.size()] * sc[j]);  // on the grid
+      }
+      for (qs::SimdLevel level : qs::available_simd_levels()) {
+        std::vector<float> out(16);
+        qs::grid_dist2_f32(a.data(), n, sc.data(), m, g, out.data(), level);
+        for (std::size_t j = 0; j < m; ++j) {
+          double want = 0, tsum = 0;
+          for (float v : a) {
+            const double t = double(v) / double(sc[j]);
+            want += dist(t) * dist(t);
+            tsum += t * t;
+          }
+          // |d_i - dist(t_i)| <= 2^-21 t_i (the product's and the subtraction's roundings), sums within n 2^-23.
+          const double tol = 0x1p-19 * std::sqrt(want * tsum) + 0x1p-38 * tsum + double(n) * 0x1p-22 * want;
+          EXPECT_NEAR(double(out[j]), want, tol) << spec << " level " << qs::to_string(level) << " trial " << trial;
+        }
+      }
+    }
+  }
+  EXPECT_GE(accepted, 9u);  // the 4-, 6- and 8-bit floats with subnormals, fp16
 }
