@@ -1,9 +1,84 @@
 // Whole-file analysis loop shared by the CLI, the benchmark and the GUI.
 #include "quant/analyze.h"
 
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 namespace qs {
+
+namespace {
+
+// Reads one tensor ahead on a thread of its own while the caller analyses the current one (threads >= 2):
+// the read (a copy out of the page cache, or a conversion) was the serial part of the loop, a third of its
+// time with two threads. One request at a time; wait() hands back the read or rethrows its error. Only tensors
+// of at most kMaxAheadBytes of floats are read ahead, so the extra memory stays inside analyze.h's budget.
+class ReadAhead {
+ public:
+  static constexpr std::size_t kMaxAheadBytes = std::size_t(64) << 20;
+
+  explicit ReadAhead(const TensorFile& file) : file_(file), thread_([this] { loop(); }) {}
+  ~ReadAhead() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();  // after a request in flight has finished: the buffer outlives it
+  }
+  void start(std::size_t index, std::vector<float>& dst) {
+    dst.resize(file_.tensors()[index].numel());
+    std::lock_guard<std::mutex> lock(mu_);
+    index_ = index;
+    dst_ = dst.data();
+    error_ = nullptr;
+    state_ = State::Requested;
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return state_ == State::Done; });
+    state_ = State::Idle;
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  enum class State { Idle, Requested, Done };
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return quit_ || state_ == State::Requested; });
+      if (state_ != State::Requested) return;  // quit with nothing requested
+      const std::size_t index = index_;
+      float* dst = dst_;
+      lock.unlock();
+      std::exception_ptr err;
+      try {
+        file_.read_f32(index, dst);
+      } catch (...) {
+        err = std::current_exception();
+      }
+      lock.lock();
+      error_ = err;
+      state_ = State::Done;
+      cv_.notify_all();
+    }
+  }
+  const TensorFile& file_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  State state_ = State::Idle;
+  bool quit_ = false;
+  std::size_t index_ = 0;
+  float* dst_ = nullptr;
+  std::exception_ptr error_;
+  std::thread thread_;  // last: started after every member it uses
+};
+
+}  // namespace
 
 std::string shape_string(const std::vector<int64_t>& shape) {
   std::string s;
@@ -17,23 +92,46 @@ AnalyzeSummary analyze_file(const TensorFile& file, const std::vector<Scheme>& s
                             const ProgressFn& progress, bool histograms) {
   AnalyzeSummary sum;
   const auto& ts = file.tensors();
-  std::vector<float> x, y;
+  // What becomes of each tensor (select is asked once per tensor, on this thread): not selected, skipped
+  // (not a float tensor, or fewer than 2 elements) or analysed.
+  enum : char { kNotSelected, kSkipped, kAnalysed };
+  std::vector<char> fate(ts.size());
+  for (std::size_t i = 0; i < ts.size(); ++i)
+    fate[i] = select && !select(ts[i].name) ? kNotSelected
+              : dtype_is_float(ts[i].dtype) && ts[i].numel() >= 2 ? kAnalysed : kSkipped;
+  std::vector<float> x, y, next;
+  std::unique_ptr<ReadAhead> ahead;
+  if (resolve_threads(threads) >= 2) ahead = std::make_unique<ReadAhead>(file);
+  std::size_t ahead_index = ts.size();  // the tensor being read ahead into `next` (none: ts.size())
   for (std::size_t i = 0; i < ts.size(); ++i) {
     if (progress && !progress(i, ts.size())) {
       sum.cancelled = true;
       return sum;
     }
     const TensorInfo& t = ts[i];
-    if (select && !select(t.name)) continue;
-    if (!dtype_is_float(t.dtype) || t.numel() < 2) {
-      ++sum.skipped;
+    if (fate[i] != kAnalysed) {
+      sum.skipped += fate[i] == kSkipped;
       continue;
     }
     {
-      x.resize(t.numel());
+      if (ahead_index == i) {
+        ahead->wait();
+        std::swap(x, next);
+        ahead_index = ts.size();
+      } else {
+        x.resize(t.numel());
+        file.read_f32(i, x.data());
+      }
       y.resize(t.numel());
-      file.read_f32(i, x.data());
       sum.bytes += t.nbytes();
+      if (ahead) {  // the next analysed tensor, while this one is quantized
+        std::size_t j = i + 1;
+        while (j < ts.size() && fate[j] != kAnalysed) ++j;
+        if (j < ts.size() && ts[j].numel() * sizeof(float) <= ReadAhead::kMaxAheadBytes) {
+          ahead->start(j, next);
+          ahead_index = j;
+        }
+      }
     }
     for (const Scheme& s : schemes) {
       if (!ggml_rows_fit(s, t.shape) || !block_axis_fits(s, t.shape)) {  // llama.cpp would not store this tensor in s's type either
