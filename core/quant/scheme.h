@@ -106,6 +106,9 @@ class BlockScaleSearch {
 
  private:
   std::size_t start(double target) const;  // std::lower_bound(candidates, target)
+  // The pruned search (pruned_), compiled for the baseline ISA and (x86-64) for AVX2: scale_search_impl.h.
+  float run_generic(const float* x, std::size_t n) const;
+  float run_avx2(const float* x, std::size_t n) const;
   const Scheme* s_;
   const std::vector<double>* c_;
   float ts_;

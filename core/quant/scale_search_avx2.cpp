@@ -1,0 +1,3 @@
+// BlockScaleSearch's pruned search compiled for AVX2 (scale_search_impl.h says why it is the same search).
+#define QS_SEARCH_RUN run_avx2
+#include "quant/scale_search_impl.h"
