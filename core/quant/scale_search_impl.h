@@ -20,6 +20,40 @@ void search_grow(std::vector<float>& v, std::size_t n);  // v.resize(n), out of 
 
 namespace {
 typedef float v4f __attribute__((vector_size(16)));
+// The visit's per-candidate bookkeeping in vectors of doubles as wide as the ISA has (wider ones GCC lowers lane
+// by lane): the same operations lane by lane as one candidate at a time, so the same bounds. It was a chain of
+// m dependent minimums and a compare per candidate, on the search's critical path (a block's steps each wait
+// for the last).
+#ifdef __AVX2__
+constexpr unsigned kDl = 4;
+#else
+constexpr unsigned kDl = 2;
+#endif
+typedef double vdl __attribute__((vector_size(8 * kDl)));
+typedef int64_t vll __attribute__((vector_size(8 * kDl)));
+
+inline vdl load_dl(const float* p) {  // kDl floats as doubles
+#ifdef __AVX2__
+  v4f f;
+  std::memcpy(&f, p, sizeof f);
+  return __builtin_convertvector(f, vdl);
+#else
+  return vdl{double(p[0]), double(p[1])};
+#endif
+}
+// The lanes of a compare result (all ones or zero per lane) as bits, lane l at bit l.
+inline uint32_t lane_bits(vll c) {
+#if defined(__AVX2__)
+  return uint32_t(__builtin_ia32_movmskpd256(vdl(c)));
+#elif defined(__SSE2__)
+  return uint32_t(__builtin_ia32_movmskpd(vdl(c)));
+#else
+  uint32_t r = 0;
+  for (unsigned l = 0; l < kDl; ++l) r |= uint32_t(c[l] & 1) << l;
+  return r;
+#endif
+}
+inline vdl select(vll mask, vdl a, vdl b) { return vdl((vll(a) & mask) | (vll(b) & ~mask)); }
 }  // namespace
 
 float BlockScaleSearch::QS_SEARCH_RUN(const float* x, std::size_t n) const {
@@ -195,28 +229,40 @@ float BlockScaleSearch::QS_SEARCH_RUN(const float* x, std::size_t n) const {
       return evaluate(ks, m);
     }
     float scs[kBatchLanes], d2[kBatchLanes];
-    double lb[kBatch] = {};  // m >= 1: visits are never empty
     for (std::size_t j = 0; j < kBatchLanes; ++j) scs[j] = 1.0f;  // the lanes past m: any usable scale
     std::memcpy(scs, sc_.data() + a, m * sizeof(float));
     grid_dist2_f32(ax, n, scs, m, grid, d2, e.level());
+    // ng groups of kDl lanes cover the m candidates (the kernel wrote d2 in whole vectors of 4 lanes or more);
+    // the lanes past m get the bound +inf: never the least, and masked out of every mask.
+    const unsigned ng = unsigned(m + kDl - 1) / kDl;
+    const uint32_t in_m = (uint32_t(1) << m) - 1;  // m <= kBatch < 32
+    vdl lane;
+    for (unsigned l = 0; l < kDl; ++l) lane[l] = double(l);
     // LB = sc^2 D (1 - (n + 8) 2^-22)(1 - (n + 8) 2^-50) - 2 sum_c, below SE (part 3); 0 without a bound.
-    const double lo = d2_lo, c2 = m2, c1 = m1;
-    for (std::size_t j = 0; j < m; ++j) {
-      const double sc = scs[j], v = sc * sc * double(d2[j]) * lo - (c2 + c1 * sc);
-      lb[j] = (v > 0) & (d2[j] < INFINITY) & (scs[j] >= FLT_MIN) ? v : 0.0;
+    vdl lbv[kBatchLanes / kDl];
+    vdl leastv = {};
+    for (unsigned g = 0; g < ng; ++g) {
+      const vdl sc = load_dl(scs + kDl * g), dd = load_dl(d2 + kDl * g);
+      const vdl v = sc * sc * dd * d2_lo - (m2 + m1 * sc);
+      const vll ok = (v > 0.0) & (dd < INFINITY) & (sc >= double(FLT_MIN));
+      lbv[g] = select(lane + double(kDl * g) < double(m), vdl(vll(v) & ok), vdl{} + INFINITY);
+      leastv = g ? select(lbv[g] < leastv, lbv[g], leastv) : lbv[0];  // the least: any order (no NaN)
     }
-    double least = lb[0];  // the least bound, then its first index (from a mask: no unpredictable branch)
-    for (std::size_t j = 1; j < m; ++j) least = lb[j] < least ? lb[j] : least;
-    uint32_t at_least = 0;
-    for (std::size_t j = 0; j < m; ++j) at_least |= uint32_t(lb[j] == least) << j;
+    double least = leastv[0];
+    for (unsigned l = 1; l < kDl; ++l) least = leastv[l] < least ? leastv[l] : least;
+    uint32_t at_least = 0;  // the least bound's first index (from a mask: no unpredictable branch)
+    for (unsigned g = 0; g < ng; ++g) at_least |= lane_bits(lbv[g] == least) << (kDl * g);
     const std::size_t first = std::size_t(__builtin_ctz(at_least));
+    double lb[kBatchLanes];
+    std::memcpy(lb, lbv, ng * sizeof(vdl));
     // The others whose bound can still win against (best, best_k), as a bit mask (they rarely can).
     auto others = [&](std::size_t* out) {
       const double bv = best;
-      const std::size_t bk = best_k;
-      uint32_t mask = 0;
-      for (std::size_t j = 0; j < m; ++j)
-        mask |= uint32_t((lb[j] < bv) | ((lb[j] == bv) & (a + j < bk))) << j;
+      const std::size_t below = best_k > a ? std::min<std::size_t>(best_k - a, 31) : 0;  // a + j < best_k
+      uint32_t lt = 0, eq = 0;
+      for (unsigned g = 0; g < ng; ++g)
+        lt |= lane_bits(lbv[g] < bv) << (kDl * g), eq |= lane_bits(lbv[g] == bv) << (kDl * g);
+      uint32_t mask = (lt | (eq & ((uint32_t(1) << below) - 1))) & in_m;
       mask &= ~(uint32_t(1) << first);
       std::size_t k = 0;
       for (; mask; mask &= mask - 1) out[k++] = a + std::size_t(__builtin_ctz(mask));
