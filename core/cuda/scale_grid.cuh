@@ -1,7 +1,7 @@
-// The two-level (NVFP4) block-scale rounding on the device: a scale format's non-negative grid as a table,
-// searched the way the host's round_nearest_saturate decides (format/scale_rule.h's TwoLevel rule takes it as
-// its round_scale). Used by apply_scheme_cuda (scheme_quant.cu) and the training fake quantization
-// (train_cuda.cu); never included by a public header.
+// Block-scale rounding on the device (NVFP4's two-level scales, 16-bit scales): a scale format's
+// non-negative grid as a table, searched the way the host's round_nearest_saturate decides (format/scale_rule.h's
+// TwoLevel and Rounded16 rules take it as their round_scale). Used by apply_scheme_cuda (scheme_quant.cu) and
+// the training fake quantization (train_cuda.cu); never included by a public header.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -36,6 +36,10 @@ struct ScaleGrid {
     return value[lo];
   }
 };
+
+// Whether the device can round into this scale format: the table lists every code, so at most 16 bits
+// (wider block-scale formats are rounded on the CPU; apply_scheme_cuda and the training lab both ask here).
+inline bool scale_grid_fits(const Format& sf) { return sf.bits <= 16; }
 
 // The scale format's rounding as a device table (see ScaleGrid): its non-negative finite values, the
 // midpoints between neighbours and whether encode_ref sends each exact midpoint up.

@@ -174,7 +174,7 @@ SchemeOutput apply_scheme_cuda(const Scheme& s, const float* x, const std::vecto
   // Observer clips (percentile, MSE) are a host-side calibration: their scales are computed on the host as
   // apply_scheme does and the element kernel applies them; not for affine (zero-point) integers.
   const bool observed = s.clip != Scheme::Clip::Amax;
-  const bool wide_scales = rule.rule == ScaleRule::Rounded16 && s.scale_format->bits > 16;  // no table of 2^32 codes
+  const bool wide_scales = rule.rule == ScaleRule::Rounded16 && !detail::scale_grid_fits(*s.scale_format);
   if (rule.rule == ScaleRule::None || rule.rule == ScaleRule::GgmlBlock || wide_scales ||
       (observed && (rule.rule == ScaleRule::Affine || s.granularity == Granularity::Block)) || s.block_rows > 1 || other_axis)
     throw std::runtime_error("scheme " + s.text + " is not supported on CUDA yet (CPU only)");

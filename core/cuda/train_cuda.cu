@@ -176,7 +176,7 @@ void repro_gemm(bool ta, bool tb, int M, int N, int K, const float* A, int lda, 
   if (ta) repro_gemm_kernel<true, false><<<grid, 256, 0, stream>>>(M, N, K, A, lda, B, ldb, C, ldc);
   else if (tb) repro_gemm_kernel<false, true><<<grid, 256, 0, stream>>>(M, N, K, A, lda, B, ldb, C, ldc);
   else repro_gemm_kernel<false, false><<<grid, 256, 0, stream>>>(M, N, K, A, lda, B, ldb, C, ldc);
-  check(cudaGetLastError(), "training product kernel");
+  launched("training product kernel");
 }
 
 // Argmax hits of a forward pass (evaluation).
@@ -383,7 +383,7 @@ std::string fq_unsupported(const Scheme& s, ScalingMode mode) {
   if (mode == ScalingMode::Delayed && (s.granularity != Granularity::Tensor || s.rule == ScaleRule::Affine))
     return head + "delayed scaling needs a /tensor scheme of a signed format";
   if (s.rule == ScaleRule::GgmlBlock) return head + "its block scales (" + to_string(s.rule) + ") are computed on the CPU only";
-  if (s.rule == ScaleRule::Rounded16 && s.scale_format->bits > 16)  // the device rounds through a table of codes
+  if (s.rule == ScaleRule::Rounded16 && !detail::scale_grid_fits(*s.scale_format))
     return head + "block scales wider than 16 bits are rounded on the CPU only";
   if (s.mse || s.clip != Scheme::Clip::Amax) return head + "observer clips and searched scales run on the CPU only";
   if (s.block_rows > 1) return head + "2-D tiles run on the CPU only";
