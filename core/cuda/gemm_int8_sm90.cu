@@ -374,175 +374,6 @@ __global__ void __launch_bounds__(288, 1)
 #endif
 }
 
-// ---------------------------------------------------------------------------------------------------
-// Ping-pong: a persistent block per SM walks its tiles (blockIdx.x, + gridDim.x, ... in the grouped order);
-// each consumer warpgroup owns a whole 128 x 128 tile (two m64n128k32 MMAs per 32 bytes of K, 128 int32
-// accumulators per thread), the two warpgroups take the block's tiles in turn. The producer warp fills one
-// ring of 32 KiB slices in tile order, so while warpgroup 0 stores tile i from its registers, warpgroup 1
-// runs tile i + 1's MMAs: the epilogue hides behind the other tile's main loop, and 128 x 128 tiles leave a
-// smaller last wave than 128 x 256 ones (2048 x 11008: 1376 tiles, 10.4 per SM, against 688 = 5.2).
-struct WgPing {
-  static constexpr int BM = 128, BN = 128, BK = 128, kStages = 6;
-  static constexpr int kABytes = BM * BK, kBBytes = BN * BK, kStageBytes = kABytes + kBBytes;
-  static constexpr int kAlign = 1024;
-  static constexpr int kSmem = kStages * kStageBytes + kAlign + 16 * kStages;  // ring, alignment slack, mbarriers
-};
-
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// One K slice of a warpgroup's 128 x 128 tile: rows 0-63 and 64-127 of A against the same B.
-__device__ __forceinline__ void mma_slice_pp(int (&a0)[64], int (&a1)[64], uint32_t sA, uint32_t sB) {
-#pragma unroll
-  for (int i = 0; i < 64; ++i) {
-    fence_operand(a0[i]);
-    fence_operand(a1[i]);
-  }
-  wgmma_fence();
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    wgmma_m64k32(a0, smem_desc<128>(sA + 32 * k), smem_desc<128>(sB + 32 * k));
-    wgmma_m64k32(a1, smem_desc<128>(sA + 64 * 128 + 32 * k), smem_desc<128>(sB + 32 * k));
-  }
-  wgmma_commit();
-  wgmma_wait<1>();
-#pragma unroll
-  for (int i = 0; i < 64; ++i) {
-    fence_operand(a0[i]);
-    fence_operand(a1[i]);
-  }
-}
-
-// A warpgroup's 64 x 128 half tile straight from its registers (the layout of acc_to_tile): each thread
-// stores column pairs (8 bytes of int32 / float32, 4 of float16) of two rows; a warp's store covers 8 rows
-// x 32 bytes, whole sectors. Scales and biases come through the read-only cache per pair. The other
-// warpgroup's MMAs run meanwhile, so this needs no staging in shared memory (which the ring fills).
-template <int O>
-__device__ __forceinline__ void store_half_pp(const Epi& e, const int (&acc)[64], int row0, int n0) {
-  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
-  const int r[2] = {row0 + w * 16 + g, row0 + w * 16 + g + 8};
-  float sa[2] = {0.0f, 0.0f};
-  if constexpr (O == kOutF32 || O == kOutF16) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) sa[h] = r[h] < e.M ? __ldg(e.sa + std::size_t(r[h]) * e.sa_step) : 0.0f;
-  }
-  const bool pairs = (e.N & 1) == 0;  // then (row * N + even column) is even: 8-byte (4-byte) aligned pairs
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const int c = n0 + 8 * j + 2 * t;
-    if (c >= e.N) continue;
-    const bool two = c + 1 < e.N;
-    float sb[2] = {0.0f, 0.0f}, bb[2] = {0.0f, 0.0f};
-    if constexpr (O == kOutF32 || O == kOutF16) {
-      sb[0] = __ldg(e.sb + std::size_t(c) * e.sb_step);
-      if (two) sb[1] = __ldg(e.sb + std::size_t(c + 1) * e.sb_step);
-      if (e.bias) {
-        bb[0] = __ldg(e.bias + c);
-        if (two) bb[1] = __ldg(e.bias + c + 1);
-      }
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (r[h] >= e.M) continue;
-      const int32_t a0 = acc[4 * j + 2 * h], a1 = acc[4 * j + 2 * h + 1];
-      const std::size_t at = std::size_t(r[h]) * e.N + c;
-      if constexpr (O == kOutI32) {
-        int32_t* Y = static_cast<int32_t*>(e.Y) + at;
-        if (pairs) *reinterpret_cast<int2*>(Y) = make_int2(a0, a1);
-        else {
-          Y[0] = a0;
-          if (two) Y[1] = a1;
-        }
-      } else {
-        const float y0 = dequant_one(a0, sa[h], sb[0], bb[0]), y1 = dequant_one(a1, sa[h], sb[1], bb[1]);
-        if constexpr (O == kOutF32) {
-          float* Y = static_cast<float*>(e.Y) + at;
-          if (pairs) *reinterpret_cast<float2*>(Y) = make_float2(y0, y1);
-          else {
-            Y[0] = y0;
-            if (two) Y[1] = y1;
-          }
-        } else {
-          __half* Y = static_cast<__half*>(e.Y) + at;
-          if (pairs) *reinterpret_cast<__half2*>(Y) = __halves2half2(__float2half_rn(y0), __float2half_rn(y1));
-          else {
-            Y[0] = __float2half_rn(y0);
-            if (two) Y[1] = __float2half_rn(y1);
-          }
-        }
-      }
-    }
-  }
-}
-#endif
-
-template <int O>
-__global__ void __launch_bounds__(288, 1)
-    gemm_int8_pingpong_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, int M,
-                              int K, int N, Epi e) {
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using C = WgPing;
-  constexpr int BK = C::BK, S = C::kStages;
-  extern __shared__ uint8_t smem_raw[];
-  const uint32_t sbase = (smem_addr(smem_raw) + (C::kAlign - 1)) & ~uint32_t(C::kAlign - 1);
-  const uint32_t full0 = sbase + S * C::kStageBytes, empty0 = full0 + 8 * S;  // mbarriers after the ring
-  const int tiles_m = (M + C::BM - 1) / C::BM, tiles_n = (N + C::BN - 1) / C::BN, tiles = tiles_m * tiles_n;
-  const int KT = (K + BK - 1) / BK;
-  const int mine = (tiles - int(blockIdx.x) + int(gridDim.x) - 1) / int(gridDim.x);  // tiles of this block
-  if (threadIdx.x == 256) {
-    for (int s = 0; s < S; ++s) {
-      mbar_init(full0 + 8 * s, 1);
-      mbar_init(empty0 + 8 * s, 128);  // one warpgroup consumes a slice
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
-  if (threadIdx.x >= 256) {  // the producer warp: one thread issues every load, tile after tile
-    if (threadIdx.x == 256) {
-      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmA)) : "memory");
-      asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmB)) : "memory");
-      int pos = 0;  // position in the ring's sequence of slices, over all of this block's tiles
-      for (int i = 0; i < mine; ++i) {
-        int tm, tn;
-        tile_of(int(blockIdx.x) + i * int(gridDim.x), tiles_m, tiles_n, 8, tm, tn);
-        for (int kt = 0; kt < KT; ++kt, ++pos) {
-          const int s = pos % S;
-          if (pos >= S) mbar_wait(empty0 + 8 * s, unsigned((pos / S - 1) & 1));
-          const uint32_t full = full0 + 8 * s, sA = sbase + s * C::kStageBytes;
-          mbar_expect_tx(full, C::kStageBytes);
-          tma_load_2d(sA, &tmA, kt * BK, tm * C::BM, full);
-          tma_load_2d(sA + C::kABytes, &tmB, kt * BK, tn * C::BN, full);
-        }
-      }
-    }
-    return;
-  }
-  const int wg = threadIdx.x >> 7;
-  for (int i = wg; i < mine; i += 2) {  // warpgroup wg takes the block's tiles wg, wg + 2, ...
-    int tm, tn;
-    tile_of(int(blockIdx.x) + i * int(gridDim.x), tiles_m, tiles_n, 8, tm, tn);
-    int a0[64], a1[64];
-#pragma unroll
-    for (int j = 0; j < 64; ++j) a0[j] = a1[j] = 0;
-    const int pos0 = i * KT;
-    for (int kt = 0; kt < KT; ++kt) {
-      const int pos = pos0 + kt, s = pos % S;
-      mbar_wait(full0 + 8 * s, unsigned((pos / S) & 1));
-      const uint32_t sA = sbase + s * C::kStageBytes, sB = sA + C::kABytes;
-      mma_slice_pp(a0, a1, sA, sB);
-      if (kt > 0) mbar_arrive(empty0 + 8 * ((pos - 1) % S));  // the previous slice's MMAs are retired
-    }
-    wgmma_wait<0>();
-#pragma unroll
-    for (int j = 0; j < 64; ++j) {
-      fence_operand(a0[j]);
-      fence_operand(a1[j]);
-    }
-    mbar_arrive(empty0 + 8 * ((pos0 + KT - 1) % S));  // the tile's last slice: its slot is free for the next tile
-    store_half_pp<O>(e, a0, tm * C::BM, tn * C::BN);
-    store_half_pp<O>(e, a1, tm * C::BM + 64, tn * C::BN);
-  }
-#endif
-}
-
 __global__ void sm90a_probe_kernel(int* out) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   *out = 1;
@@ -609,36 +440,6 @@ bool gemm_int8_wgmma_tma_launch(const int8_t* A, const int8_t* B, int M, int K, 
   return true;
 }
 
-// The ping-pong kernel's launcher: tensor maps as above with 128 x 128 boxes for both operands, one block per
-// SM (fewer where there are fewer tiles). False when the driver lacks the encoder.
-template <int O>
-bool gemm_int8_pingpong_launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
-  const EncodeTiledFn encode = tensor_map_encoder();
-  if (!encode) return false;
-  CUtensorMap ta, tb;
-  const cuuint64_t dim_a[2] = {cuuint64_t(K), cuuint64_t(M)}, dim_b[2] = {cuuint64_t(K), cuuint64_t(N)};
-  const cuuint64_t stride[1] = {cuuint64_t(K)};
-  const cuuint32_t box[2] = {WgPing::BK, WgPing::BM}, one[2] = {1, 1};
-  if (encode(&ta, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<int8_t*>(A), dim_a, stride, box, one,
-             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS ||
-      encode(&tb, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<int8_t*>(B), dim_b, stride, box, one,
-             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-    return false;
-  auto* kernel = gemm_int8_pingpong_kernel<O>;
-  static std::once_flag once;
-  std::call_once(once, [&] {
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, WgPing::kSmem),
-          "wgmma ping-pong kernel attribute");
-  });
-  int sms = 0;
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "device query");
-  const long tiles = long((M + WgPing::BM - 1) / WgPing::BM) * ((N + WgPing::BN - 1) / WgPing::BN);
-  kernel<<<unsigned(std::min<long>(tiles, sms)), 288, WgPing::kSmem, s>>>(ta, tb, M, K, N, e);
-  return true;
-}
-
 // A zeroed int32 workspace per stream (by cudaStreamGetId, unique for the process's life), grown in stream
 // order and kept: the split-K kernels leave every word they use zero again, so it needs no memset per call.
 int32_t* splitk_workspace(std::size_t count, cudaStream_t s) {
@@ -662,8 +463,7 @@ int32_t* splitk_workspace(std::size_t count, cudaStream_t s) {
 }
 
 template <typename C>
-void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int out, int splits,
-                                   bool pingpong, cudaStream_t s) {
+void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int out, int splits, cudaStream_t s) {
   if (splits > 1) {
     const std::size_t MN = std::size_t(M) * N;
     if (out == kOutI32) {
@@ -683,19 +483,7 @@ void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int 
     else gemm_int8_wgmma_launch_tile<C, kOutF16>(A, B, M, K, N, w, splits, s);
     return;
   }
-  // Unsplit 128 x 256 tiles: the ping-pong kernel where pingpong says so, else the TMA kernel, unless
-  // QS_WGMMA_LOAD=cpasync (A/B in one build).
-  if constexpr (C::BK == 128) {
-    if (pingpong) {
-      bool done = false;
-      switch (out) {
-        case kOutI32: done = gemm_int8_pingpong_launch<kOutI32>(A, B, M, K, N, e, s); break;
-        case kOutF32: done = gemm_int8_pingpong_launch<kOutF32>(A, B, M, K, N, e, s); break;
-        default: done = gemm_int8_pingpong_launch<kOutF16>(A, B, M, K, N, e, s); break;
-      }
-      if (done) return;
-    }
-  }
+  // Unsplit 128 x 256 tiles: the TMA kernel, unless QS_WGMMA_LOAD=cpasync (A/B in one build).
   if constexpr (C::BK == 128) {
     const char* load = std::getenv("QS_WGMMA_LOAD");
     if (!(load && std::strcmp(load, "cpasync") == 0)) {
@@ -759,15 +547,8 @@ void gemm_int8_wgmma_launch(const int8_t* A, const int8_t* B, int M, int K, int 
   if (M <= 32 && tiles * 2 <= slots) splits = int(std::min<long>(slots / tiles, std::max(1, slices / 8)));
   if (const char* f = std::getenv("QS_WGMMA_SPLITK")) splits = std::max(1, std::min(std::atoi(f), std::max(1, slices)));
   splits = std::max(1, std::min(splits, 64));
-  // The ping-pong kernel (128 x 128 tile per warpgroup, persistent) where every SM gets two tiles or more;
-  // QS_WGMMA_KERNEL=pingpong or tma forces one (for A/B rounds in one build).
-  bool pingpong = wide && long((M + 127) / 128) * ((N + 127) / 128) >= 2L * sms;
-  if (const char* k = std::getenv("QS_WGMMA_KERNEL")) {
-    if (std::strcmp(k, "pingpong") == 0) pingpong = wide;
-    else if (std::strcmp(k, "tma") == 0) pingpong = false;
-  }
-  if (wide) gemm_int8_wgmma_launch_splits<WgWide>(A, B, M, K, N, e, out, splits, pingpong, stream);
-  else gemm_int8_wgmma_launch_splits<WgTwin>(A, B, M, K, N, e, out, splits, false, stream);
+  if (wide) gemm_int8_wgmma_launch_splits<WgWide>(A, B, M, K, N, e, out, splits, stream);
+  else gemm_int8_wgmma_launch_splits<WgTwin>(A, B, M, K, N, e, out, splits, stream);
 }
 
 }  // namespace qs::cuda::detail
