@@ -12,6 +12,7 @@
 #include "quant/reduce_simd.h"
 #include "quant/scheme.h"
 #define QS_SEARCH_RUN run_generic
+#define QS_SEARCH_BLOCKS run_blocks_generic
 #include "quant/scale_search_impl.h"
 
 namespace qs {
@@ -144,6 +145,23 @@ BlockScaleSearch::BlockScaleSearch(const Scheme& s, const std::vector<double>& c
   zero_mul_ = 2.0 / min_pos;
   if ((0.5 * min_pos) * zero_mul_ != 1.0) pruned_ = false;  // not a power of two: the exhaustive loop
   start_mul_ = 1.0 / (f.max_finite * double(tensor_scale));
+  // The batched search's tables: the same values the single-block search computes per block.
+  sc_.resize(nc + kScPad, 1.0f);
+  inv_.resize(nc + kScPad);
+  lo_f_.resize(nc + kScPad);
+  hi_f_.resize(nc + kScPad);
+  for (std::size_t k = 0; k < nc + kScPad; ++k) {
+    const float sc = sc_[k];
+    inv_[k] = sc >= FLT_MIN ? 1.0f / sc : 0.0f;  // grid_dist2_f32's r
+    const double lo = 0.5 * min_pos * double(sc) * (1.0 - 0x1p-20);
+    float lo_f = static_cast<float>(lo);  // rounded down: a < lo_f implies a < lo
+    if (double(lo_f) > lo) lo_f = std::nextafter(lo_f, 0.0f);
+    lo_f_[k] = lo_f;
+    const double hi = f.max_finite * double(sc) * (1.0 + 0x1p-20);
+    float hi_f = static_cast<float>(hi);  // rounded up: a > hi_f implies a > hi, and a - hi_f <= a - hi
+    if (double(hi_f) < hi) hi_f = std::nextafter(hi_f, INFINITY);
+    hi_f_[k] = hi_f;
+  }
 }
 
 std::size_t BlockScaleSearch::start(double target) const {
@@ -167,6 +185,17 @@ float BlockScaleSearch::operator()(const float* x, std::size_t n) const {
   if (enc_->level() != SimdLevel::Generic) return run_avx2(x, n);  // the encoder's level: QS_SIMD_LEVEL pins both
 #endif
   return run_generic(x, n);
+}
+
+void BlockScaleSearch::scales(const float* x, std::size_t n, std::size_t count, float* out) const {
+  if (!pruned_) {
+    for (std::size_t b = 0; b < count; ++b) out[b] = search_block_scale_exhaustive(*s_, *c_, x + b * n, n, ts_);
+    return;
+  }
+#if QS_SEARCH_AVX2
+  if (enc_->level() != SimdLevel::Generic) return run_blocks_avx2(x, n, count, out);
+#endif
+  run_blocks_generic(x, n, count, out);
 }
 
 }  // namespace qs
