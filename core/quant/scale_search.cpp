@@ -145,23 +145,52 @@ BlockScaleSearch::BlockScaleSearch(const Scheme& s, const std::vector<double>& c
   zero_mul_ = 2.0 / min_pos;
   if ((0.5 * min_pos) * zero_mul_ != 1.0) pruned_ = false;  // not a power of two: the exhaustive loop
   start_mul_ = 1.0 / (f.max_finite * double(tensor_scale));
-  // The batched search's tables: the same values the single-block search computes per block.
-  sc_.resize(nc + kScPad, 1.0f);
-  inv_.resize(nc + kScPad);
-  lo_f_.resize(nc + kScPad);
-  hi_f_.resize(nc + kScPad);
-  for (std::size_t k = 0; k < nc + kScPad; ++k) {
-    const float sc = sc_[k];
-    inv_[k] = sc >= FLT_MIN ? 1.0f / sc : 0.0f;  // grid_dist2_f32's r
-    const double lo = 0.5 * min_pos * double(sc) * (1.0 - 0x1p-20);
-    float lo_f = static_cast<float>(lo);  // rounded down: a < lo_f implies a < lo
-    if (double(lo_f) > lo) lo_f = std::nextafter(lo_f, 0.0f);
-    lo_f_[k] = lo_f;
-    const double hi = f.max_finite * double(sc) * (1.0 + 0x1p-20);
-    float hi_f = static_cast<float>(hi);  // rounded up: a > hi_f implies a > hi, and a - hi_f <= a - hi
-    if (double(hi_f) < hi) hi_f = std::nextafter(hi_f, INFINITY);
-    hi_f_[k] = hi_f;
-  }
+  sc_.resize(nc + kScPad, 1.0f);  // the batched search's windows read past the last candidate
+}
+
+// The batched search's tables, made on its first call (a search used one block at a time does without them): per
+// candidate the values the single-block search computes per block, and the start by bucket of amax.
+void BlockScaleSearch::prepare_batch() const {
+  std::call_once(batch_once_, [this] {
+    const std::vector<double>& candidates = *c_;
+    const Format& f = s_->format;
+    const std::size_t nc = candidates.size();
+    const double min_pos = f.min_subnormal > 0 ? f.min_subnormal : f.min_normal;
+    inv_.resize(nc + kScPad);
+    lo_f_.resize(nc + kScPad);
+    hi_f_.resize(nc + kScPad);
+    for (std::size_t k = 0; k < nc + kScPad; ++k) {
+      const float sc = sc_[k];
+      inv_[k] = sc >= FLT_MIN ? 1.0f / sc : 0.0f;  // grid_dist2_f32's r
+      const double lo = 0.5 * min_pos * double(sc) * (1.0 - 0x1p-20);
+      float lo_f = static_cast<float>(lo);  // rounded down: a < lo_f implies a < lo
+      if (double(lo_f) > lo) lo_f = std::nextafter(lo_f, 0.0f);
+      lo_f_[k] = lo_f;
+      const double hi = f.max_finite * double(sc) * (1.0 + 0x1p-20);
+      float hi_f = static_cast<float>(hi);  // rounded up: a > hi_f implies a > hi, and a - hi_f <= a - hi
+      if (double(hi_f) < hi) hi_f = std::nextafter(hi_f, INFINITY);
+      hi_f_[k] = hi_f;
+    }
+    // The buckets of amax whose start lies inside the candidates, a binade of margin either side.
+    auto bucket = [](double a) {
+      const float af = static_cast<float>(std::min(a, double(FLT_MAX)));
+      uint32_t bits;
+      std::memcpy(&bits, &af, 4);
+      return bits >> 18;
+    };
+    const uint32_t b_lo = bucket(candidates.front() / start_mul_), b_hi = bucket(candidates.back() / start_mul_);
+    start_lo_ = b_lo > 32 ? b_lo - 32 : 0;
+    const uint32_t b_end = std::min<uint32_t>(b_hi + 33, 0x7f800000u >> 18);
+    std::size_t k = 0;  // lower_bound(candidates, a * start_mul_) for the buckets' nondecreasing low ends: start()
+    for (uint32_t b = start_lo_; b < b_end; ++b) {
+      const uint32_t bits = b << 18;
+      float a;
+      std::memcpy(&a, &bits, 4);
+      const double target = double(a) * start_mul_;
+      while (k < nc && candidates[k] < target) ++k;
+      start_tab_.push_back(uint16_t(std::min<std::size_t>(65535, k)));
+    }
+  });
 }
 
 std::size_t BlockScaleSearch::start(double target) const {
@@ -192,6 +221,7 @@ void BlockScaleSearch::scales(const float* x, std::size_t n, std::size_t count, 
     for (std::size_t b = 0; b < count; ++b) out[b] = search_block_scale_exhaustive(*s_, *c_, x + b * n, n, ts_);
     return;
   }
+  prepare_batch();
 #if QS_SEARCH_AVX2
   if (enc_->level() != SimdLevel::Generic) return run_blocks_avx2(x, n, count, out);
 #endif

@@ -418,18 +418,14 @@ void BlockScaleSearch::QS_SEARCH_BLOCKS(const float* x, std::size_t n, std::size
     const double d2_hi = (1.0 + (dn + 8) * 0x1p-22) * (1.0 + (dn + 8) * 0x1p-50);
     const double ccn = 0x1p-43 * dn * (1.0 + 0x1p-16);
     const double max_f = f.max_finite;
-    // start() (inline here: a call out of this ISA's code costs a vzeroupper and the live vector registers).
-    const std::vector<double>& c = *c_;
-    auto start_of = [&](double target) {
-      uint64_t bits;
-      std::memcpy(&bits, &target, 8);
-      const int e = int((bits >> 52) & 0x7ff) - e_lo_;  // target > 0
-      if (e < 0) return std::size_t(0);
-      if (e + 1 >= int(first_of_.size())) return c.size();
-      const std::size_t k = first_of_[std::size_t(e)], end = first_of_[std::size_t(e) + 1];
-      std::size_t below = 0;
-      for (std::size_t j = k; j < end; ++j) below += c[j] < target;
-      return k + below;
+    // The start by table (start_tab_): any start gives the same result, this one is a load.
+    const uint16_t* tab = start_tab_.data();
+    const uint32_t tab_n = uint32_t(start_tab_.size()), tab_lo = start_lo_;
+    auto start_of = [&](float amax_f) {
+      uint32_t bits;
+      std::memcpy(&bits, &amax_f, 4);
+      const uint32_t i = (bits >> 18) - tab_lo;  // wraps below the table
+      return bits >> 18 < tab_lo ? std::size_t(0) : i < tab_n ? std::size_t(tab[i]) : c_->size();
     };
     alignas(32) float X[kMaxN * kB], Sc[kBatch * kB], D[kBatch * kB];
     for (; g0 + kB <= count; g0 += kB) {
@@ -469,7 +465,7 @@ void BlockScaleSearch::QS_SEARCH_BLOCKS(const float* x, std::size_t n, std::size
         }
         const double zero_above = amax * zero_mul_;
         auto all_zero = [&](std::size_t k) { return double(sc_[k]) > zero_above; };
-        std::size_t ka = start_of(amax * start_mul_);
+        std::size_t ka = start_of(amaxv[b]);
         ka = std::max(ka, k0);
         ka = std::min(ka, k1 - 1);
         const std::size_t w0 = std::max(k0, ka >= 3 ? ka - 3 : 0), w1 = std::min(k1, w0 + kBatch);

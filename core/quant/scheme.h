@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -123,9 +124,17 @@ class BlockScaleSearch {
   bool pruned_ = false;         // the format is inside the argument (else the exhaustive loop)
   std::vector<float> sc_;       // float(candidates[k]) * tensor_scale, then kScPad entries 1.0f (a lane's
                                 // window of the batched search reads past the last candidate)
-  // Per candidate, for the batched search (with the same padding): the bounds kernel's reciprocal (0 where
-  // sc < FLT_MIN), and the walks' thresholds as the single-block search rounds them (small: below, clip: above).
-  std::vector<float> inv_, lo_f_, hi_f_;
+  // The batched search's tables, made by prepare_batch on its first call. Per candidate (with the same padding):
+  // the bounds kernel's reciprocal (0 where sc < FLT_MIN), and the walks' thresholds as the single-block search
+  // rounds them (small: below, clip: above).
+  void prepare_batch() const;
+  mutable std::once_flag batch_once_;
+  mutable std::vector<float> inv_, lo_f_, hi_f_;
+  // And its start by table: start(a * start_mul_) at the low end of amax's bucket (amax's float bits >> 18: 32
+  // buckets a binade), for the buckets from start_lo_ on; below them 0, above them the candidates' count. Off
+  // by at most one where a bucket holds a candidate's boundary (any start gives the same result).
+  mutable std::vector<uint16_t> start_tab_;
+  mutable uint32_t start_lo_ = 0;
   std::size_t k0_ = 0, k1_ = 0;  // the usable candidates, before the all-zero end
   int e_lo_ = 0;                // the candidates' binades (biased double exponents) from e_lo_ ...
   std::vector<uint16_t> first_of_;  // ... and the first candidate of each, then the end
