@@ -216,14 +216,17 @@ float BlockScaleSearch::operator()(const float* x, std::size_t n) const {
   return run_generic(x, n);
 }
 
-void BlockScaleSearch::scales(const float* x, std::size_t n, std::size_t count, float* out) const {
+void BlockScaleSearch::scales(const float* x, std::size_t n, std::size_t count, float* out, bool fma) const {
   if (!pruned_) {
     for (std::size_t b = 0; b < count; ++b) out[b] = search_block_scale_exhaustive(*s_, *c_, x + b * n, n, ts_);
     return;
   }
   prepare_batch();
+  (void)fma;
 #if QS_SEARCH_AVX2
-  if (enc_->level() != SimdLevel::Generic) return run_blocks_avx2(x, n, count, out);
+  static const bool has_fma = __builtin_cpu_supports("fma");
+  if (enc_->level() != SimdLevel::Generic)
+    return fma && has_fma ? run_blocks_fma(x, n, count, out) : run_blocks_avx2(x, n, count, out);
 #endif
   run_blocks_generic(x, n, count, out);
 }

@@ -63,6 +63,14 @@ constexpr unsigned kB = 2 * kDl;
 typedef float vfb __attribute__((vector_size(4 * kB)));
 typedef int32_t vib __attribute__((vector_size(4 * kB)));
 typedef float vfh __attribute__((vector_size(2 * kB)));
+// c + a * b in the grid distance sums: fused where the TU has FMA (scale_search_fma.cpp).
+inline vfb mul_add(vfb a, vfb b, vfb c) {
+#ifdef __FMA__
+  return vfb(__builtin_ia32_vfmaddps256(a, b, c));
+#else
+  return a * b + c;
+#endif
+}
 // out[j kB + b] = rows[b][j] for j < rows_len (a multiple of kB): kB rows transposed, a tile at a time.
 inline void transpose(const float* const* rows, std::size_t rows_len, float* out) {
   for (std::size_t c = 0; c < rows_len; c += kB) {
@@ -92,6 +100,7 @@ inline vdl load_half(const float* p) {  // kDl floats as doubles
 }
 }  // namespace
 
+#ifndef QS_SEARCH_BATCH_ONLY  // (scale_search_fma.cpp: the batched search alone)
 float BlockScaleSearch::QS_SEARCH_RUN(const float* x, std::size_t n) const {
   const Scheme& s = *s_;
   const std::vector<double>& candidates = *c_;
@@ -364,6 +373,7 @@ float BlockScaleSearch::QS_SEARCH_RUN(const float* x, std::size_t n) const {
   if (clip > 0 && clip * clip > best) return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
   return sc;
 }
+#endif  // QS_SEARCH_BATCH_ONLY
 
 // scales(): kB blocks a pass, a lane per block, for the blocks whose search ends in its first visit (part 4 of the
 // argument: the candidate of least bound wins on its upper bound, no other of the window's 24 can beat it, and
@@ -388,7 +398,7 @@ void BlockScaleSearch::QS_SEARCH_BLOCKS(const float* x, std::size_t n, std::size
     const vfb maxv = zero + grid.max_finite, csub = zero + grid.csub, one = zero + 1.0f;
     const vib expmask = vib{} + 0x7f800000, cadd = vib{} + int32_t(grid.cadd);
     // grid_dist2_f32's term, and the same without the clamp at max_finite where no t exceeds it.
-    auto dist2 = [&](vfb a, vfb r) __attribute__((always_inline)) {
+    auto dist2 = [&](vfb a, vfb r, vfb acc) __attribute__((always_inline)) {
       const vfb t = a * r;
       const vfb tc = t < maxv ? t : maxv;
       vib cb;
@@ -398,9 +408,9 @@ void BlockScaleSearch::QS_SEARCH_BLOCKS(const float* x, std::size_t n, std::size
       std::memcpy(&c, &cb, sizeof c);
       c = c > csub ? c : csub;
       const vfb d = t - ((tc + c) - c);
-      return d * d;
+      return mul_add(d, d, acc);
     };
-    auto dist2_in = [&](vfb a, vfb r) __attribute__((always_inline)) {
+    auto dist2_in = [&](vfb a, vfb r, vfb acc) __attribute__((always_inline)) {
       const vfb t = a * r;
       vib cb;
       std::memcpy(&cb, &t, sizeof cb);
@@ -409,7 +419,7 @@ void BlockScaleSearch::QS_SEARCH_BLOCKS(const float* x, std::size_t n, std::size
       std::memcpy(&c, &cb, sizeof c);
       c = c > csub ? c : csub;
       const vfb d = t - ((t + c) - c);
-      return d * d;
+      return mul_add(d, d, acc);
     };
     const double dn = double(n);
     const double up = 1.0 + (dn + 8) * 0x1p-22;
@@ -503,12 +513,12 @@ void BlockScaleSearch::QS_SEARCH_BLOCKS(const float* x, std::size_t n, std::size
         if (any) {
           for (std::size_t i = 0; i < n; ++i) {
             const vfb a = A[i];
-            a0 += dist2(a, r[0]), a1 += dist2(a, r[1]), a2 += dist2(a, r[2]);
+            a0 = dist2(a, r[0], a0), a1 = dist2(a, r[1], a1), a2 = dist2(a, r[2], a2);
           }
         } else {
           for (std::size_t i = 0; i < n; ++i) {
             const vfb a = A[i];
-            a0 += dist2_in(a, r[0]), a1 += dist2_in(a, r[1]), a2 += dist2_in(a, r[2]);
+            a0 = dist2_in(a, r[0], a0), a1 = dist2_in(a, r[1], a1), a2 = dist2_in(a, r[2], a2);
           }
         }
         const float jf = float(j);  // only the lanes' own candidates count

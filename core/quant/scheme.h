@@ -106,7 +106,9 @@ class BlockScaleSearch {
   float operator()(const float* x, std::size_t n) const;
   // The scales of `count` consecutive blocks of n values (block b at x + b * n) into out[0 .. count): the same
   // as operator() per block, several blocks a vector pass (a lane per block) where the element format allows.
-  void scales(const float* x, std::size_t n, std::size_t count, float* out) const;
+  // At the AVX2 and AVX-512 levels its bounds use FMA where the CPU has it, unless fma is false (for the tests:
+  // the copy without FMA is what an AVX2 CPU without it runs).
+  void scales(const float* x, std::size_t n, std::size_t count, float* out, bool fma = true) const;
 
  private:
   std::size_t start(double target) const;  // std::lower_bound(candidates, target)
@@ -115,6 +117,7 @@ class BlockScaleSearch {
   float run_avx2(const float* x, std::size_t n) const;
   void run_blocks_generic(const float* x, std::size_t n, std::size_t count, float* out) const;
   void run_blocks_avx2(const float* x, std::size_t n, std::size_t count, float* out) const;
+  void run_blocks_fma(const float* x, std::size_t n, std::size_t count, float* out) const;  // AVX2 + FMA
   static constexpr std::size_t kScPad = 32;
   const Scheme* s_;
   const std::vector<double>* c_;

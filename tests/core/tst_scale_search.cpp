@@ -357,15 +357,17 @@ TEST(ScaleSearch, BatchedEqualsExhaustive) {
         for (qs::SimdLevel level : qs::available_simd_levels()) {
           const qs::BlockEncoder enc(s.format, qs::search_options(s), level);
           const qs::BlockScaleSearch search(s, cands, ts, &enc);
-          std::vector<float> got(count, -1.0f);
-          search.scales(x.data(), n, count, got.data());
-          for (std::size_t b = 0; b < count; ++b) {
-            ++blocks;
-            if (std::memcmp(&got[b], &want[b], 4) != 0) {
-              ++diffs;
-              ADD_FAILURE() << spec << " overflow " << ovf << " trial " << trial << " n " << n << " block " << b
-                            << " of " << count << " level " << qs::to_string(level) << ": batched " << got[b]
-                            << " exhaustive " << want[b];
+          for (bool fma : {true, false}) {  // the AVX2 copy with FMA (where the CPU has it) and without
+            std::vector<float> got(count, -1.0f);
+            search.scales(x.data(), n, count, got.data(), fma);
+            for (std::size_t b = 0; b < count; ++b) {
+              ++blocks;
+              if (std::memcmp(&got[b], &want[b], 4) != 0) {
+                ++diffs;
+                ADD_FAILURE() << spec << " overflow " << ovf << " trial " << trial << " n " << n << " block " << b
+                              << " of " << count << " level " << qs::to_string(level) << " fma " << fma
+                              << ": batched " << got[b] << " exhaustive " << want[b];
+              }
             }
           }
         }
