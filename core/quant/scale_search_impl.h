@@ -186,6 +186,8 @@ float BlockScaleSearch::QS_SEARCH_RUN(const float* x, std::size_t n) const {
   // rounded outwards and the sums scaled down by more than their rounding (n 2^-24, and 2^-24 per term):
   // still below the element-order double sums of part 2. An infinite float sum takes the double chains.
   const double float_keep = 1.0 - double(n + 8) * 0x1p-22;
+  // And less n 2^-149: a float square below FLT_MIN may round up by 2^-150, which no relative margin covers.
+  const double tiny = double(n) * 0x1p-149;
   auto masked_sum = [&](float lo_f, float hi_f) {  // sum over a < lo_f of a^2, plus over a > hi_f of (a - hi_f)^2
     v4f acc = {};
     for (std::size_t i = 0; i < na; i += 4) {
@@ -201,7 +203,7 @@ float BlockScaleSearch::QS_SEARCH_RUN(const float* x, std::size_t n) const {
     float hi_f = static_cast<float>(hi);  // rounded up: a > hi_f implies a > hi, and a - hi_f <= a - hi
     if (double(hi_f) < hi) hi_f = std::nextafter(hi_f, INFINITY);
     const float b = masked_sum(0.0f, hi_f);
-    if (b < INFINITY) return double(b) * float_keep;
+    if (b < INFINITY) return double(b) * float_keep - tiny;
     return chains([hi](double a) { return a > hi ? (a - hi) * (a - hi) : 0.0; });
   };
   auto small_bound = [&](std::size_t k) {
@@ -209,7 +211,7 @@ float BlockScaleSearch::QS_SEARCH_RUN(const float* x, std::size_t n) const {
     float lo_f = static_cast<float>(lo);  // rounded down: a < lo_f implies a < lo
     if (double(lo_f) > lo) lo_f = std::nextafter(lo_f, 0.0f);
     const float b = masked_sum(lo_f, INFINITY);
-    if (b < INFINITY) return double(b) * float_keep;
+    if (b < INFINITY) return double(b) * float_keep - tiny;
     return chains([lo](double a) { return a < lo ? a * a : 0.0; });
   };
   // Candidates ks[0 .. m), m <= per: exact SEs, then the least (SE, index) kept.
