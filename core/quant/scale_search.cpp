@@ -108,6 +108,14 @@ EncodeOptions search_options(const Scheme& s) {
 //    the best evaluated first. The clipping test of part 1 needs the exact SE
 //    only when clip^2 > LB of the winner. LB and UB are within ~1e-3 of SE, so on most blocks no candidate is
 //    encoded at all.
+// 5. scales(), the batched search (scale_search_impl.h), applies parts 1-4 to kB blocks at a time, a block per
+//    lane: it settles a block only where the candidate of least LB in its window has a finite UB below every other
+//    LB there (a tie is not settled), both walks stop at their first step against that UB (the same monotone
+//    bounds, as float sums scaled down like the single-block search's and less n 2^-149 for squares below FLT_MIN
+//    that round up), and part 1's test passes on the LB; the winner is then that candidate. Its grid sums D are
+//    summed in another order and, where the CPU has FMA, with fused multiply-adds: the (n + 2) 2^-24 of part 3
+//    covers any order of the n additions and a term rounded once instead of twice. Every other block is searched
+//    on its own.
 // Formats outside that argument (integers, unsigned, no zero) take the exhaustive loop; formats off the grid
 // of part 3 skip parts 3 and 4.
 float search_block_scale(const Scheme& s, const std::vector<double>& candidates, const float* x, std::size_t n,
