@@ -80,6 +80,17 @@ void TestBlockScalesPanel::perBlockCountsMatchTheEngine() {
         QCOMPARE(rule.scale[b], qs::mx_scale(f, amax));
       }
     }
+    if (rule.name == u"mse") {  // the batched search (whole blocks of a row) and the short last block alone
+      double tensorAmax = 0;
+      for (float v : *t.values) tensorAmax = std::max(tensorAmax, double(std::abs(v)));
+      const float ts = qs::two_level_tensor_scale(qs::scale_rule_params(rule.scheme), tensorAmax);
+      const std::vector<double> cands = qs::search_candidates(rule.scheme);
+      for (std::size_t b = 0; b < rule.scale.size(); ++b) {
+        const std::size_t row = b / r.blocksPerRow, j = b % r.blocksPerRow;
+        const std::size_t off = row * 200 + j * std::size_t(block), len = std::min<std::size_t>(std::size_t(block), 200 - j * std::size_t(block));
+        QCOMPARE(rule.scale[b], qs::search_block_scale_exhaustive(rule.scheme, cands, t.values->data() + off, len, ts));
+      }
+    }
     if (rule.name == u"ceil" || rule.name == u"rceil") QCOMPARE(clipped, uint64_t(0));
   }
 }

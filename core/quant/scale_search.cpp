@@ -12,6 +12,7 @@
 #include "quant/reduce_simd.h"
 #include "quant/scheme.h"
 #define QS_SEARCH_RUN run_generic
+#define QS_SEARCH_BLOCKS run_blocks_generic
 #include "quant/scale_search_impl.h"
 
 namespace qs {
@@ -107,6 +108,14 @@ EncodeOptions search_options(const Scheme& s) {
 //    the best evaluated first. The clipping test of part 1 needs the exact SE
 //    only when clip^2 > LB of the winner. LB and UB are within ~1e-3 of SE, so on most blocks no candidate is
 //    encoded at all.
+// 5. scales(), the batched search (scale_search_impl.h), applies parts 1-4 to kB blocks at a time, a block per
+//    lane: it settles a block only where the candidate of least LB in its window has a finite UB below every other
+//    LB there (a tie is not settled), both walks stop at their first step against that UB (the same monotone
+//    bounds, as float sums scaled down like the single-block search's and less n 2^-149 for squares below FLT_MIN
+//    that round up), and part 1's test passes on the LB; the winner is then that candidate. Its grid sums D are
+//    summed in another order and, where the CPU has FMA, with fused multiply-adds: the (n + 2) 2^-24 of part 3
+//    covers any order of the n additions and a term rounded once instead of twice. Every other block is searched
+//    on its own.
 // Formats outside that argument (integers, unsigned, no zero) take the exhaustive loop; formats off the grid
 // of part 3 skip parts 3 and 4.
 float search_block_scale(const Scheme& s, const std::vector<double>& candidates, const float* x, std::size_t n,
@@ -144,6 +153,52 @@ BlockScaleSearch::BlockScaleSearch(const Scheme& s, const std::vector<double>& c
   zero_mul_ = 2.0 / min_pos;
   if ((0.5 * min_pos) * zero_mul_ != 1.0) pruned_ = false;  // not a power of two: the exhaustive loop
   start_mul_ = 1.0 / (f.max_finite * double(tensor_scale));
+  sc_.resize(nc + kScPad, 1.0f);  // the batched search's windows read past the last candidate
+}
+
+// The batched search's tables, made on its first call (a search used one block at a time does without them): per
+// candidate the values the single-block search computes per block, and the start by bucket of amax.
+void BlockScaleSearch::prepare_batch() const {
+  std::call_once(batch_once_, [this] {
+    const std::vector<double>& candidates = *c_;
+    const Format& f = s_->format;
+    const std::size_t nc = candidates.size();
+    const double min_pos = f.min_subnormal > 0 ? f.min_subnormal : f.min_normal;
+    inv_.resize(nc + kScPad);
+    lo_f_.resize(nc + kScPad);
+    hi_f_.resize(nc + kScPad);
+    for (std::size_t k = 0; k < nc + kScPad; ++k) {
+      const float sc = sc_[k];
+      inv_[k] = sc >= FLT_MIN ? 1.0f / sc : 0.0f;  // grid_dist2_f32's r
+      const double lo = 0.5 * min_pos * double(sc) * (1.0 - 0x1p-20);
+      float lo_f = static_cast<float>(lo);  // rounded down: a < lo_f implies a < lo
+      if (double(lo_f) > lo) lo_f = std::nextafter(lo_f, 0.0f);
+      lo_f_[k] = lo_f;
+      const double hi = f.max_finite * double(sc) * (1.0 + 0x1p-20);
+      float hi_f = static_cast<float>(hi);  // rounded up: a > hi_f implies a > hi, and a - hi_f <= a - hi
+      if (double(hi_f) < hi) hi_f = std::nextafter(hi_f, INFINITY);
+      hi_f_[k] = hi_f;
+    }
+    // The buckets of amax whose start lies inside the candidates, a binade of margin either side.
+    auto bucket = [](double a) {
+      const float af = static_cast<float>(std::min(a, double(FLT_MAX)));
+      uint32_t bits;
+      std::memcpy(&bits, &af, 4);
+      return bits >> 18;
+    };
+    const uint32_t b_lo = bucket(candidates.front() / start_mul_), b_hi = bucket(candidates.back() / start_mul_);
+    start_lo_ = b_lo > 32 ? b_lo - 32 : 0;
+    const uint32_t b_end = std::min<uint32_t>(b_hi + 33, 0x7f800000u >> 18);
+    std::size_t k = 0;  // lower_bound(candidates, a * start_mul_) for the buckets' nondecreasing low ends: start()
+    for (uint32_t b = start_lo_; b < b_end; ++b) {
+      const uint32_t bits = b << 18;
+      float a;
+      std::memcpy(&a, &bits, 4);
+      const double target = double(a) * start_mul_;
+      while (k < nc && candidates[k] < target) ++k;
+      start_tab_.push_back(uint16_t(std::min<std::size_t>(65535, k)));
+    }
+  });
 }
 
 std::size_t BlockScaleSearch::start(double target) const {
@@ -167,6 +222,21 @@ float BlockScaleSearch::operator()(const float* x, std::size_t n) const {
   if (enc_->level() != SimdLevel::Generic) return run_avx2(x, n);  // the encoder's level: QS_SIMD_LEVEL pins both
 #endif
   return run_generic(x, n);
+}
+
+void BlockScaleSearch::scales(const float* x, std::size_t n, std::size_t count, float* out, bool fma) const {
+  if (!pruned_) {
+    for (std::size_t b = 0; b < count; ++b) out[b] = search_block_scale_exhaustive(*s_, *c_, x + b * n, n, ts_);
+    return;
+  }
+  prepare_batch();
+  (void)fma;
+#if QS_SEARCH_AVX2
+  static const bool has_fma = __builtin_cpu_supports("fma");
+  if (enc_->level() != SimdLevel::Generic)
+    return fma && has_fma ? run_blocks_fma(x, n, count, out) : run_blocks_avx2(x, n, count, out);
+#endif
+  run_blocks_generic(x, n, count, out);
 }
 
 }  // namespace qs

@@ -9,6 +9,9 @@
 #include <cmath>
 #include <cstring>
 #include <vector>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 
 #include "format/quantize.h"
 #include "quant/reduce_simd.h"
@@ -54,8 +57,50 @@ inline uint32_t lane_bits(vll c) {
 #endif
 }
 inline vdl select(vll mask, vdl a, vdl b) { return vdl((vll(a) & mask) | (vll(b) & ~mask)); }
+
+// The batched search's lanes: a block per float lane (kB blocks a pass), its double bookkeeping in two halves.
+constexpr unsigned kB = 2 * kDl;
+typedef float vfb __attribute__((vector_size(4 * kB)));
+typedef int32_t vib __attribute__((vector_size(4 * kB)));
+typedef float vfh __attribute__((vector_size(2 * kB)));
+// c + a * b in the grid distance sums: fused where the TU has FMA (scale_search_fma.cpp).
+inline vfb mul_add(vfb a, vfb b, vfb c) {
+#ifdef __FMA__
+  return vfb(__builtin_ia32_vfmaddps256(a, b, c));
+#else
+  return a * b + c;
+#endif
+}
+// out[j kB + b] = rows[b][j] for j < rows_len (a multiple of kB): kB rows transposed, a tile at a time.
+inline void transpose(const float* const* rows, std::size_t rows_len, float* out) {
+  for (std::size_t c = 0; c < rows_len; c += kB) {
+#ifdef __AVX2__
+    __m256 r[8], t[8], u[8];
+    for (unsigned b = 0; b < 8; ++b) r[b] = _mm256_loadu_ps(rows[b] + c);
+    for (unsigned b = 0; b < 8; b += 2) t[b] = _mm256_unpacklo_ps(r[b], r[b + 1]), t[b + 1] = _mm256_unpackhi_ps(r[b], r[b + 1]);
+    for (unsigned q = 0; q < 8; q += 4) {
+      u[q] = _mm256_shuffle_ps(t[q], t[q + 2], 0x44), u[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], 0xee);
+      u[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0x44), u[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0xee);
+    }
+    float* o = out + c * 8;
+    for (unsigned k = 0; k < 4; ++k) {
+      _mm256_storeu_ps(o + 8 * k, _mm256_permute2f128_ps(u[k], u[k + 4], 0x20));
+      _mm256_storeu_ps(o + 8 * (k + 4), _mm256_permute2f128_ps(u[k], u[k + 4], 0x31));
+    }
+#else
+    for (unsigned b = 0; b < kB; ++b)
+      for (unsigned j = 0; j < kB; ++j) out[(c + j) * kB + b] = rows[b][c + j];
+#endif
+  }
+}
+inline vdl load_half(const float* p) {  // kDl floats as doubles
+  vfh f;
+  std::memcpy(&f, p, sizeof f);
+  return __builtin_convertvector(f, vdl);
+}
 }  // namespace
 
+#ifndef QS_SEARCH_BATCH_ONLY  // (scale_search_fma.cpp: the batched search alone)
 float BlockScaleSearch::QS_SEARCH_RUN(const float* x, std::size_t n) const {
   const Scheme& s = *s_;
   const std::vector<double>& candidates = *c_;
@@ -141,6 +186,8 @@ float BlockScaleSearch::QS_SEARCH_RUN(const float* x, std::size_t n) const {
   // rounded outwards and the sums scaled down by more than their rounding (n 2^-24, and 2^-24 per term):
   // still below the element-order double sums of part 2. An infinite float sum takes the double chains.
   const double float_keep = 1.0 - double(n + 8) * 0x1p-22;
+  // And less n 2^-149: a float square below FLT_MIN may round up by 2^-150, which no relative margin covers.
+  const double tiny = double(n) * 0x1p-149;
   auto masked_sum = [&](float lo_f, float hi_f) {  // sum over a < lo_f of a^2, plus over a > hi_f of (a - hi_f)^2
     v4f acc = {};
     for (std::size_t i = 0; i < na; i += 4) {
@@ -156,7 +203,7 @@ float BlockScaleSearch::QS_SEARCH_RUN(const float* x, std::size_t n) const {
     float hi_f = static_cast<float>(hi);  // rounded up: a > hi_f implies a > hi, and a - hi_f <= a - hi
     if (double(hi_f) < hi) hi_f = std::nextafter(hi_f, INFINITY);
     const float b = masked_sum(0.0f, hi_f);
-    if (b < INFINITY) return double(b) * float_keep;
+    if (b < INFINITY) return double(b) * float_keep - tiny;
     return chains([hi](double a) { return a > hi ? (a - hi) * (a - hi) : 0.0; });
   };
   auto small_bound = [&](std::size_t k) {
@@ -164,7 +211,7 @@ float BlockScaleSearch::QS_SEARCH_RUN(const float* x, std::size_t n) const {
     float lo_f = static_cast<float>(lo);  // rounded down: a < lo_f implies a < lo
     if (double(lo_f) > lo) lo_f = std::nextafter(lo_f, 0.0f);
     const float b = masked_sum(lo_f, INFINITY);
-    if (b < INFINITY) return double(b) * float_keep;
+    if (b < INFINITY) return double(b) * float_keep - tiny;
     return chains([lo](double a) { return a < lo ? a * a : 0.0; });
   };
   // Candidates ks[0 .. m), m <= per: exact SEs, then the least (SE, index) kept.
@@ -327,6 +374,228 @@ float BlockScaleSearch::QS_SEARCH_RUN(const float* x, std::size_t n) const {
   const double clip = amax - double(sc) * f.max_finite;
   if (clip > 0 && clip * clip > best) return search_block_scale_exhaustive(s, candidates, x, n, tensor_scale);
   return sc;
+}
+#endif  // QS_SEARCH_BATCH_ONLY
+
+// scales(): kB blocks a pass, a lane per block, for the blocks whose search ends in its first visit (part 4 of the
+// argument: the candidate of least bound wins on its upper bound, no other of the window's 24 can beat it, and
+// the walks stop at once), which is nearly every block: |x| and amax, the start and the window, the window's
+// bounds (grid_dist2_f32's arithmetic, any summation order: the margins of part 3 hold for any), the least and
+// second least bound, the upper bound of the least, the first step of each walk, and the clipping test of part 1,
+// as the single-block search would do them (the same thresholds; a block-wise sum in float bounded with the same
+// margins, less n 2^-149 for squares that round up below FLT_MIN). Every block this cannot settle (a second visit
+// or an exact error needed, a bound infinite or tied, a window cut short by the all-zero end) is searched again
+// on its own by QS_SEARCH_RUN; so are the last count % kB blocks, and every block where the single-block
+// search would not use the bounds (no grid, ieee overflow, n > 42: more than 1024 / 24 values).
+void BlockScaleSearch::QS_SEARCH_BLOCKS(const float* x, std::size_t n, std::size_t count, float* out) const {
+  // The window of the single-block search's first visit, 24 candidates from 3 below the start (21 measured the
+  // same: fewer distances, more blocks left to the single-block search; 18 and 15 slower, more of them left).
+  constexpr std::size_t kBatch = 24, kMaxN = 40;
+  const Format& f = s_->format;
+  std::size_t g0 = 0;
+  if (use_lb_ && s_->options.overflow == Overflow::Saturate && n >= kB && n <= kMaxN && n % kB == 0) {
+    const std::size_t k0 = k0_, k1 = k1_;
+    const GridDistParams& grid = grid_;
+    const vfb zero = {};
+    const vfb maxv = zero + grid.max_finite, csub = zero + grid.csub, one = zero + 1.0f;
+    const vib expmask = vib{} + 0x7f800000, cadd = vib{} + int32_t(grid.cadd);
+    // grid_dist2_f32's term, and the same without the clamp at max_finite where no t exceeds it.
+    auto dist2 = [&](vfb a, vfb r, vfb acc) __attribute__((always_inline)) {
+      const vfb t = a * r;
+      const vfb tc = t < maxv ? t : maxv;
+      vib cb;
+      std::memcpy(&cb, &tc, sizeof cb);
+      cb = (cb & expmask) + cadd;
+      vfb c;
+      std::memcpy(&c, &cb, sizeof c);
+      c = c > csub ? c : csub;
+      const vfb d = t - ((tc + c) - c);
+      return mul_add(d, d, acc);
+    };
+    auto dist2_in = [&](vfb a, vfb r, vfb acc) __attribute__((always_inline)) {
+      const vfb t = a * r;
+      vib cb;
+      std::memcpy(&cb, &t, sizeof cb);
+      cb = (cb & expmask) + cadd;
+      vfb c;
+      std::memcpy(&c, &cb, sizeof c);
+      c = c > csub ? c : csub;
+      const vfb d = t - ((t + c) - c);
+      return mul_add(d, d, acc);
+    };
+    const double dn = double(n);
+    const double up = 1.0 + (dn + 8) * 0x1p-22;
+    const double float_keep = 1.0 - (dn + 8) * 0x1p-22, tiny = dn * 0x1p-149;
+    const double d2_lo = (1.0 - (dn + 8) * 0x1p-22) * (1.0 - (dn + 8) * 0x1p-50);
+    const double d2_hi = (1.0 + (dn + 8) * 0x1p-22) * (1.0 + (dn + 8) * 0x1p-50);
+    const double ccn = 0x1p-43 * dn * (1.0 + 0x1p-16);
+    const double max_f = f.max_finite;
+    // The start by table (start_tab_): any start gives the same result, this one is a load.
+    const uint16_t* tab = start_tab_.data();
+    const uint32_t tab_n = uint32_t(start_tab_.size()), tab_lo = start_lo_;
+    auto start_of = [&](float amax_f) {
+      uint32_t bits;
+      std::memcpy(&bits, &amax_f, 4);
+      const uint32_t i = (bits >> 18) - tab_lo;  // wraps below the table
+      return bits >> 18 < tab_lo ? std::size_t(0) : i < tab_n ? std::size_t(tab[i]) : c_->size();
+    };
+    alignas(32) float X[kMaxN * kB], Sc[kBatch * kB], D[kBatch * kB];
+    for (; g0 + kB <= count; g0 += kB) {
+      const float* xg = x + g0 * n;
+      const float* rows[kB];
+      for (unsigned b = 0; b < kB; ++b) rows[b] = xg + b * n;
+      transpose(rows, n, X);
+      // |x| of the finite x (else 0), block b in lane b; amax; sum |x| and sum x^2.
+      vfb A[kMaxN];
+      vfb amaxv = zero, s1 = zero, s2 = zero;
+      for (std::size_t i = 0; i < n; ++i) {
+        vib bits;
+        std::memcpy(&bits, X + i * kB, sizeof bits);
+        bits &= 0x7fffffff;
+        bits = bits < 0x7f800000 ? bits : vib{};
+        const vfb a = vfb(bits);
+        A[i] = a;
+        amaxv = a > amaxv ? a : amaxv;
+        s1 += a;
+        s2 += a * a;
+      }
+      // Per block: the window [w0, w0 + m) of the single-block search's first visit (every scale in it >= FLT_MIN),
+      // and whether each walk takes a step; other blocks are left to the single-block search.
+      uint32_t fast = 0;  // lane bits
+      alignas(32) float lo_a[kB], hi_a[kB], scb_a[kB];
+      alignas(32) float m_a[kB];
+      alignas(32) double up_d[kB], dn_d[kB], m_d[kB];
+      std::size_t m_max = 0;
+      const float* srows[kB];
+      for (unsigned b = 0; b < kB; ++b) {
+        srows[b] = sc_.data() + k0;
+        lo_a[b] = 0, hi_a[b] = INFINITY, scb_a[b] = 1.0f, up_d[b] = 0, dn_d[b] = 0, m_a[b] = 0, m_d[b] = 0;
+        const double amax = amaxv[b];
+        if (!(amax > 0)) {
+          out[g0 + b] = 1.0f;  // as every rule: nothing to scale
+          continue;
+        }
+        const double zero_above = amax * zero_mul_;
+        auto all_zero = [&](std::size_t k) { return double(sc_[k]) > zero_above; };
+        std::size_t ka = start_of(amaxv[b]);
+        ka = std::max(ka, k0);
+        ka = std::min(ka, k1 - 1);
+        const std::size_t w0 = std::max(k0, ka >= 3 ? ka - 3 : 0), w1 = std::min(k1, w0 + kBatch);
+        if ((ka > k0 && all_zero(ka - 1)) || (w1 - w0 > 1 && all_zero(w1 - 2)) || !(sc_[w0] >= FLT_MIN) ||
+            !(s2[b] < INFINITY)) {
+          out[g0 + b] = QS_SEARCH_RUN(xg + b * n, n);
+          continue;
+        }
+        fast |= 1u << b;
+        srows[b] = sc_.data() + w0;
+        m_a[b] = float(w1 - w0), m_d[b] = double(w1 - w0);
+        m_max = std::max(m_max, w1 - w0);
+        if (w1 < k1 && !all_zero(w1 - 1)) up_d[b] = 1, lo_a[b] = lo_f_[w1];
+        if (w0 > k0) dn_d[b] = 1, hi_a[b] = hi_f_[w0 - 1], scb_a[b] = sc_[w0 - 1];
+      }
+      if (!fast) continue;
+      const std::size_t jn = (m_max + 2) / 3 * 3;  // candidates computed: m_max rounded up to the triples
+      transpose(srows, (jn + kB - 1) / kB * kB, Sc);  // (past w0 + m: other candidates or the padding)
+      vfb m_v;
+      std::memcpy(&m_v, m_a, sizeof m_v);
+      // The window's grid distance sums, three candidates at a time (each a chain over the elements); the clamp
+      // at max_finite only where some t may exceed it (amax * r >= max_finite in some lane).
+      vfb dinf = zero;
+      for (std::size_t j = 0; j < jn; j += 3) {
+        vfb r[3];
+        for (unsigned q = 0; q < 3; ++q) {
+          vfb sc;
+          std::memcpy(&sc, Sc + (j + q) * kB, sizeof sc);
+          r[q] = one / sc;  // grid_dist2_f32's r (sc >= FLT_MIN)
+        }
+        vfb a0 = zero, a1 = zero, a2 = zero;
+        const vib clamps = (amaxv * r[0] >= maxv) | (amaxv * r[1] >= maxv) | (amaxv * r[2] >= maxv);
+        bool any = false;
+        for (unsigned b = 0; b < kB; ++b) any |= clamps[b] != 0;
+        if (any) {
+          for (std::size_t i = 0; i < n; ++i) {
+            const vfb a = A[i];
+            a0 = dist2(a, r[0], a0), a1 = dist2(a, r[1], a1), a2 = dist2(a, r[2], a2);
+          }
+        } else {
+          for (std::size_t i = 0; i < n; ++i) {
+            const vfb a = A[i];
+            a0 = dist2_in(a, r[0], a0), a1 = dist2_in(a, r[1], a1), a2 = dist2_in(a, r[2], a2);
+          }
+        }
+        const float jf = float(j);  // only the lanes' own candidates count
+        dinf = (a0 == INFINITY) & (m_v > jf) ? one : dinf;
+        dinf = (a1 == INFINITY) & (m_v > jf + 1) ? one : dinf;
+        dinf = (a2 == INFINITY) & (m_v > jf + 2) ? one : dinf;
+        std::memcpy(D + j * kB, &a0, sizeof a0);
+        std::memcpy(D + (j + 1) * kB, &a1, sizeof a1);
+        std::memcpy(D + (j + 2) * kB, &a2, sizeof a2);
+      }
+      // The walks' first steps: the small bound of w1, the clip bound of w0 - 1 (float sums).
+      vfb lo_v, hi_v;
+      std::memcpy(&lo_v, lo_a, sizeof lo_v);
+      std::memcpy(&hi_v, hi_a, sizeof hi_v);
+      vfb su = zero, sd = zero;
+      for (std::size_t i = 0; i < n; ++i) {
+        const vfb a = A[i], d = a - hi_v;
+        su += a < lo_v ? a * a : zero;
+        sd += a > hi_v ? d * d : zero;
+      }
+      alignas(32) float ams[kB], s1s[kB], s2s[kB], sus[kB], sds[kB], dinfs[kB];
+      std::memcpy(ams, &amaxv, sizeof ams), std::memcpy(s1s, &s1, sizeof s1s), std::memcpy(s2s, &s2, sizeof s2s);
+      std::memcpy(sus, &su, sizeof sus), std::memcpy(sds, &sd, sizeof sds), std::memcpy(dinfs, &dinf, sizeof dinfs);
+      uint32_t settled = 0;
+      alignas(32) double won[kB];  // the scale of the least bound, per lane
+      for (unsigned h = 0; h < 2; ++h) {
+        const unsigned o = h * kDl;
+        const vdl amax = load_half(ams + o);
+        const vdl a1 = load_half(s1s + o) * up, a2 = load_half(s2s + o) * up + dn * 0x1p-126;
+        const vdl m2 = 0x1p-18 * a2 * (1.0 + 0x1p-16), m1 = 0x1p-21 * a1 * (1.0 + 0x1p-16);
+        const vdl cc2 = 0x1p-37 * a2 * (1.0 + 0x1p-16);
+        vdl mv;
+        std::memcpy(&mv, m_d + o, sizeof mv);
+        const vdl inf = vdl{} + INFINITY;
+        vdl least = inf, second = least, sc_first = {}, d_first = {};
+        for (std::size_t j = 0; j < jn; ++j) {  // LB = max(sc^2 D (1 - ...) - 2 sum_c, 0) (part 3); +inf past m
+          const vdl sc = load_half(Sc + j * kB + o), dd = load_half(D + j * kB + o);
+          const vdl v = sc * sc * dd * d2_lo - (m2 + m1 * sc);
+          const vdl lb = mv > double(j) ? (v > 0.0 ? v : vdl{}) : inf;
+          const vll lt = lb < least;
+          second = second < lb ? second : (lb > least ? lb : least);  // min(second, max(lb, least))
+          least = lt ? lb : least;
+          sc_first = select(lt, sc, sc_first);
+          d_first = select(lt, dd, d_first);
+        }
+        const vdl ub = (sc_first * sc_first * d_first * d2_hi + (m2 + m1 * sc_first) +
+                        (cc2 + ccn * sc_first * sc_first)) * (1.0 + 0x1p-40);
+        // Part 4: the least wins on its upper bound (every other bound above it; a tie is left to the single-block
+        // search); no bound from an infinite sum.
+        vll good = (ub < INFINITY) & (second > ub) & (load_half(dinfs + o) == 0.0);
+        // The walks stop at once: upwards when the small bound of w1 is >= ub (a later index loses a tie), downwards
+        // when amax's clipping term or the clip bound of w0 - 1 is > ub.
+        vdl up_v, dn_v;
+        std::memcpy(&up_v, up_d + o, sizeof up_v);
+        std::memcpy(&dn_v, dn_d + o, sizeof dn_v);
+        const vdl su_d = load_half(sus + o), sd_d = load_half(sds + o);
+        const vll stop_up = (su_d < INFINITY) & (su_d * float_keep - tiny >= ub);
+        const vdl hi = max_f * load_half(scb_a + o) * (1.0 + 0x1p-20);
+        const vll stop_amax = (amax > hi) & ((amax - hi) * (amax - hi) > ub);
+        const vll stop_dn = stop_amax | ((sd_d < INFINITY) & (sd_d * float_keep - tiny > ub));
+        good &= (up_v == 0.0) | stop_up;
+        good &= (dn_v == 0.0) | stop_dn;
+        // Part 1's clipping test on the winner, decided on its lower bound.
+        const vdl clip = amax - sc_first * max_f;
+        good &= ~((clip > 0.0) & (clip * clip > least));
+        settled |= lane_bits(good) << o;
+        std::memcpy(won + o, &sc_first, sizeof sc_first);
+      }
+      for (uint32_t bits = fast; bits; bits &= bits - 1) {
+        const unsigned b = unsigned(__builtin_ctz(bits));
+        out[g0 + b] = settled >> b & 1 ? float(won[b]) : QS_SEARCH_RUN(xg + b * n, n);
+      }
+    }
+  }
+  for (; g0 < count; ++g0) out[g0] = QS_SEARCH_RUN(x + g0 * n, n);
 }
 
 }  // namespace qs

@@ -663,11 +663,12 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
       const std::size_t count = (re - rb) * per_row, off0 = rb * L;
       std::vector<float> scales(count);
       bounds.resize(count);
+      if (s.mse) search.scales(x + off0, bl, count, scales.data());  // the chunk's blocks a vector pass at a time
       for (std::size_t k = 0; k < count; ++k) {
         const std::size_t off = off0 + k * bl;
         MinMax mm;
         mm.add(x + off, bl);
-        const GroupScale g = s.mse ? GroupScale{search(x + off, bl), 0}
+        const GroupScale g = s.mse ? GroupScale{scales[k], 0}
                                    : group_scale(rule, GroupStats{mm.amax, mm.lo, mm.hi}, ts, round);
         const bool usable = scale_is_usable(g.scale);
         const float used = usable ? g.scale : 1.0f;

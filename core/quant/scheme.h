@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -103,19 +104,40 @@ class BlockScaleSearch {
   BlockScaleSearch(const Scheme& s, const std::vector<double>& candidates, float tensor_scale,
                    const BlockEncoder* enc = nullptr);
   float operator()(const float* x, std::size_t n) const;
+  // The scales of `count` consecutive blocks of n values (block b at x + b * n) into out[0 .. count): the same
+  // as operator() per block, several blocks a vector pass (a lane per block) where the element format allows.
+  // At the AVX2 and AVX-512 levels its bounds use FMA where the CPU has it, unless fma is false (for the tests:
+  // the copy without FMA is what an AVX2 CPU without it runs).
+  void scales(const float* x, std::size_t n, std::size_t count, float* out, bool fma = true) const;
 
  private:
   std::size_t start(double target) const;  // std::lower_bound(candidates, target)
   // The pruned search (pruned_), compiled for the baseline ISA and (x86-64) for AVX2: scale_search_impl.h.
   float run_generic(const float* x, std::size_t n) const;
   float run_avx2(const float* x, std::size_t n) const;
+  void run_blocks_generic(const float* x, std::size_t n, std::size_t count, float* out) const;
+  void run_blocks_avx2(const float* x, std::size_t n, std::size_t count, float* out) const;
+  void run_blocks_fma(const float* x, std::size_t n, std::size_t count, float* out) const;  // AVX2 + FMA
+  static constexpr std::size_t kScPad = 32;
   const Scheme* s_;
   const std::vector<double>* c_;
   float ts_;
   std::optional<BlockEncoder> own_;
   const BlockEncoder* enc_;
   bool pruned_ = false;         // the format is inside the argument (else the exhaustive loop)
-  std::vector<float> sc_;       // float(candidates[k]) * tensor_scale
+  std::vector<float> sc_;       // float(candidates[k]) * tensor_scale, then kScPad entries 1.0f (a lane's
+                                // window of the batched search reads past the last candidate)
+  // The batched search's tables, made by prepare_batch on its first call. Per candidate (with the same padding):
+  // the bounds kernel's reciprocal (0 where sc < FLT_MIN), and the walks' thresholds as the single-block search
+  // rounds them (small: below, clip: above).
+  void prepare_batch() const;
+  mutable std::once_flag batch_once_;
+  mutable std::vector<float> inv_, lo_f_, hi_f_;
+  // And its start by table: start(a * start_mul_) at the low end of amax's bucket (amax's float bits >> 18: 32
+  // buckets a binade), for the buckets from start_lo_ on; below them 0, above them the candidates' count. Off
+  // by at most one where a bucket holds a candidate's boundary (any start gives the same result).
+  mutable std::vector<uint16_t> start_tab_;
+  mutable uint32_t start_lo_ = 0;
   std::size_t k0_ = 0, k1_ = 0;  // the usable candidates, before the all-zero end
   int e_lo_ = 0;                // the candidates' binades (biased double exponents) from e_lo_ ...
   std::vector<uint16_t> first_of_;  // ... and the first candidate of each, then the end

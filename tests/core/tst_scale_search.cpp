@@ -280,3 +280,101 @@ TEST(ScaleSearch, GridDistanceKernel) {
   }
   EXPECT_GE(accepted, 9u);  // the 4-, 6- and 8-bit floats with subnormals, fp16
 }
+
+// BlockScaleSearch::scales, the batched search apply_scheme calls (a lane per block, the blocks it cannot settle
+// in one pass left to the single-block search): every block's scale equals the exhaustive loop's, at every level,
+// on runs of blocks whose neighbours differ in kind (so a vector pass mixes settled, re-searched and empty blocks):
+// random blocks, values on a candidate's grid (ties), one outlier, one nonzero value, zeros, constants, subnormal
+// and 1e37 values, NaN, inf, a candidate's grid with one value past it, blocks at the top of the scale format's range (a tensor scale from the tensor's amax,
+// as the two-level rule makes it: the window ends at the last candidate), tensor scales from 2^-120 to 2^120,
+// block lengths 1-42 (the vector pass takes lengths of a multiple of its lane count up to 40) and counts that
+// leave a remainder.
+TEST(ScaleSearch, BatchedEqualsExhaustive) {
+  Rng r = Rng::from_tag("batched");
+  std::size_t diffs = 0, blocks = 0, parsed = 0;
+  for (const char* spec : {"e2m1fn/block:16:e4m3fn:mse", "e2m1fn/block:32:e4m3fn:mse", "e2m3fn/block:16:e4m3fn:mse",
+                           "e4m3fn/block:16:e5m2:mse", "e3m2fn/block:16:e3m4:mse", "int4/block:16:e4m3fn:mse"}) {
+    qs::Scheme s;
+    try {
+      s = qs::parse_scheme(spec);
+    } catch (const qs::FormatError&) {
+      continue;
+    }
+    ++parsed;
+    for (int ovf = 0; ovf < 2; ++ovf) {
+      s.options.overflow = ovf ? qs::Overflow::Ieee : qs::Overflow::Saturate;
+      const auto cands = qs::search_candidates(s);
+      for (int trial = 0; trial < 120; ++trial) {
+        static constexpr std::size_t kLengths[] = {16, 32, 8, 24, 40, 1, 5, 13, 42};
+        const std::size_t n = trial % 3 == 0 ? kLengths[r.next() % 9] : std::size_t(s.block);
+        const std::size_t count = 1 + r.next() % 41;
+        std::vector<float> x(n * count);
+        const double sigma = std::ldexp(1.0, int(r.unit() * 60) - 30);
+        for (std::size_t b = 0; b < count; ++b) {
+          float* xb = x.data() + b * n;
+          for (std::size_t i = 0; i < n; ++i) xb[i] = float((trial % 2 ? r.normal() : r.laplace()) * sigma);
+          const float grid_sc = float(cands[r.next() % cands.size()]);
+          switch (r.next() % 16) {
+            case 1: for (std::size_t i = 0; i < n; ++i) xb[i] = float(int(r.unit() * 13) - 6) * 0.5f * grid_sc; break;
+            case 2: for (std::size_t i = 0; i < n; ++i) xb[i] = float(r.sign()) * grid_sc * (r.next() & 1 ? 4.0f : 6.0f); break;
+            case 3: xb[r.next() % n] = float(80 * sigma); break;
+            case 4: for (std::size_t i = 0; i < n; ++i) xb[i] = 0.0f; xb[r.next() % n] = float(sigma); break;
+            case 5: for (std::size_t i = 0; i < n; ++i) xb[i] = 0.0f; break;
+            case 6: for (std::size_t i = 0; i < n; ++i) xb[i] = float(r.normal() * 1e-41); break;
+            case 7: for (std::size_t i = 0; i < n; ++i) xb[i] = float(r.normal() * 1e37); break;
+            case 8: xb[r.next() % n] = std::numeric_limits<float>::quiet_NaN(); break;
+            case 9: xb[r.next() % n] = float(r.sign()) * std::numeric_limits<float>::infinity(); break;
+            case 10: for (std::size_t i = 0; i < n; ++i) xb[i] = float(sigma); break;
+            case 11: for (std::size_t i = 0; i < n; ++i) xb[i] *= 1e-3f; break;  // a quiet block among loud ones
+            case 12:  // on a candidate's grid but for one value past its largest: the least error may clip it (the
+                      // winner below the start's window, found by the walk downwards)
+              for (std::size_t i = 0; i < n; ++i) xb[i] = float(int(r.unit() * 13) - 6) * 0.5f * grid_sc;
+              xb[r.next() % n] = float(r.sign() * r.uniform(6.5, 15)) * grid_sc;
+              break;
+            case 13:  // the same with the values at 4 and 6: clipping the one past them by 25-60 % may win
+              for (std::size_t i = 0; i < n; ++i) xb[i] = float(r.sign()) * grid_sc * (r.next() & 1 ? 4.0f : 6.0f);
+              xb[r.next() % n] = float(r.sign() * 6 * r.uniform(1.25, 1.6)) * grid_sc;
+              break;
+            default: break;
+          }
+        }
+        float ts;
+        if (trial % 4 == 0) {
+          ts = 1.0f;
+        } else if (trial % 4 == 1) {
+          ts = float(std::ldexp(1.0, int(r.unit() * 240) - 120));
+        } else if (trial % 4 == 2) {
+          ts = float(std::ldexp(r.uniform(1, 2), int(r.unit() * 24) - 12));
+        } else {  // the two-level rule's tensor scale: the loudest block's window ends at the last candidate
+          double amax = 0;
+          for (float v : x)
+            if (std::isfinite(v)) amax = std::max(amax, double(std::fabs(v)));
+          ts = qs::two_level_tensor_scale(qs::scale_rule_params(s), amax);
+        }
+        std::vector<float> want(count);
+        for (std::size_t b = 0; b < count; ++b)
+          want[b] = qs::search_block_scale_exhaustive(s, cands, x.data() + b * n, n, ts);
+        for (qs::SimdLevel level : qs::available_simd_levels()) {
+          const qs::BlockEncoder enc(s.format, qs::search_options(s), level);
+          const qs::BlockScaleSearch search(s, cands, ts, &enc);
+          for (bool fma : {true, false}) {  // the AVX2 copy with FMA (where the CPU has it) and without
+            std::vector<float> got(count, -1.0f);
+            search.scales(x.data(), n, count, got.data(), fma);
+            for (std::size_t b = 0; b < count; ++b) {
+              ++blocks;
+              if (std::memcmp(&got[b], &want[b], 4) != 0) {
+                ++diffs;
+                ADD_FAILURE() << spec << " overflow " << ovf << " trial " << trial << " n " << n << " block " << b
+                              << " of " << count << " level " << qs::to_string(level) << " fma " << fma
+                              << ": batched " << got[b] << " exhaustive " << want[b];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(diffs, 0u);
+  EXPECT_GE(parsed, 5u);
+  EXPECT_GT(blocks, 0u);
+}

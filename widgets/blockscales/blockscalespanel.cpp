@@ -117,21 +117,29 @@ BlockScalesPanel::Result BlockScalesPanel::run(const TensorData& t, Family f, co
       const qs::ScaleRuleParams params = qs::scale_rule_params(rule.scheme);
       const float ts = params.rule == qs::ScaleRule::TwoLevel ? qs::two_level_tensor_scale(params, tensorAmax) : 1.0f;
       const std::vector<double> candidates = rule.scheme.mse ? qs::search_candidates(rule.scheme) : std::vector<double>{};
-      std::optional<qs::BlockScaleSearch> search;  // prepared once per tensor (~139 ns per block instead of ~370)
+      std::optional<qs::BlockScaleSearch> search;  // prepared once per tensor
       if (rule.scheme.mse) search.emplace(rule.scheme, candidates, ts);
       const std::size_t blocks = r.rows * r.blocksPerRow;
       rule.scale.assign(blocks, 0.0f);
       rule.clipped.assign(blocks, 0);
       rule.flushed.assign(blocks, 0);
+      const std::size_t wholeBlocks = r.cols / std::size_t(block);
+      std::vector<float> searched(r.blocksPerRow);
       for (std::size_t row = 0; row < r.rows; ++row) {
         if (cancelled.load()) return r.cancelled = true, r;
+        if (search) {  // the row's whole blocks in one batched call (several blocks a vector pass), a short one alone
+          const float* xr = x + row * r.cols;
+          search->scales(xr, std::size_t(block), wholeBlocks, searched.data());
+          if (wholeBlocks < r.blocksPerRow)
+            searched[wholeBlocks] = (*search)(xr + wholeBlocks * std::size_t(block), r.cols - wholeBlocks * std::size_t(block));
+        }
         for (std::size_t j = 0; j < r.blocksPerRow; ++j) {
           const std::size_t off = row * r.cols + j * std::size_t(block);
           const std::size_t len = std::min<std::size_t>(std::size_t(block), r.cols - j * std::size_t(block));
           double amax = 0;
           for (std::size_t k = 0; k < len; ++k)
             if (std::isfinite(x[off + k])) amax = std::max(amax, double(std::abs(x[off + k])));
-          const float s = search ? (*search)(x + off, len)
+          const float s = search ? searched[j]
                                           : qs::group_scale(params, {amax}, ts, qs::scale_format_round(rule.scheme)).scale;
           const std::size_t b = row * r.blocksPerRow + j;
           rule.scale[b] = s;
