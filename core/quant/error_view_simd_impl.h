@@ -50,23 +50,21 @@ inline bool any_lane(vi m) {
 #endif
 }
 
-// float_interval of reduce_simd.h, inline (no libm call: it runs at every group): for a float v, v < lo
-// exactly when v < lo_f, and v > hi exactly when v > hi_f.
+// float_interval of reduce_simd.h, inline and without branches (it runs at every group, and which way the
+// rounding went is data): for a float v, v < lo exactly when v < lo_f, and v > hi exactly when v > hi_f.
 inline void float_ends(double lo, double hi, float& lo_f, float& hi_f) {
-  lo_f = static_cast<float>(lo);
-  if (double(lo_f) < lo) {  // lo_f is not NaN or +inf here; -0.0 does not occur (lo > -0.0 rounds to >= +0.0)
-    uint32_t b;
-    std::memcpy(&b, &lo_f, 4);
-    b = b >> 31 ? b - 1 : b + 1;  // the next float up
-    std::memcpy(&lo_f, &b, 4);
-  }
-  hi_f = static_cast<float>(hi);
-  if (double(hi_f) > hi) {
-    uint32_t b;
-    std::memcpy(&b, &hi_f, 4);
-    b = b >> 31 ? b + 1 : b - 1;  // the next float down
-    std::memcpy(&hi_f, &b, 4);
-  }
+  // Stepping a float's bits by -1 or +1 by its sign moves it down or up in magnitude; lo_f is not NaN or +inf
+  // where it steps up (then double(lo_f) < lo), and -0.0 does not occur there (lo > -0.0 rounds to +0.0 or
+  // above); likewise for hi_f.
+  float l = static_cast<float>(lo), h = static_cast<float>(hi);
+  uint32_t lb, hb;
+  std::memcpy(&lb, &l, 4);
+  std::memcpy(&hb, &h, 4);
+  const uint32_t lup = double(l) < lo, hdown = double(h) > hi;
+  lb += lup * (1u - 2u * (lb >> 31));   // the next float up
+  hb -= hdown * (1u - 2u * (hb >> 31));  // the next float down
+  std::memcpy(&lo_f, &lb, 4);
+  std::memcpy(&hi_f, &hb, 4);
 }
 }  // namespace
 
