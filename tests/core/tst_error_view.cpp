@@ -597,8 +597,9 @@ TEST_P(ErrorViewLevel, CodesAtBinAndClipEdges) {
       for (std::size_t g = 0; g < groups; ++g) {
         const double e = double(x[g * group]) * (1 + (rng.unit() < 0.5 ? 0.0 : rng.between(-1e-12, 1e-12)));
         bound[g] = std::fabs(e);
-        glo[g] = g % 3 == 0 ? e : -std::fabs(e) * rng.unit();
-        ghi[g] = g % 3 == 0 ? e + std::fabs(e) * rng.unit() : std::fabs(e);
+        const double w = std::fabs(e) * rng.unit();  // the element's value as the low end, the high end, or +-|e|
+        glo[g] = g % 3 == 0 ? e : g % 3 == 1 ? e - w : -w;
+        ghi[g] = g % 3 == 0 ? e + w : g % 3 == 1 ? e : std::fabs(e);
       }
       for (int intervals = 0; intervals < 2; ++intervals) {
         qs::detail::ErrorCodeParams pg = p;
