@@ -74,8 +74,8 @@ void pass_run(const float* x, const float* q, std::size_t n, const ErrorCodePara
     // Meanwhile the next tile's x and q are fetched (the increments leave the memory idle otherwise; the
     // kernel would wait on those loads).
     const std::size_t ahead = i0 + kTile < n ? std::min(kTile, n - i0 - kTile) : 0;
-    const float* const xn = x + i0 + kTile;
-    const float* const qn = q + i0 + kTile;
+    const float* const xn = ahead ? x + i0 + kTile : x;  // no pointer past the end
+    const float* const qn = ahead ? q + i0 + kTile : q;
     std::size_t i = 0;
     for (; i + 4 <= m; i += 4) {
       if (4 * i < ahead) __builtin_prefetch(xn + 4 * i), __builtin_prefetch(qn + 4 * i);
