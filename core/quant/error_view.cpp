@@ -65,7 +65,25 @@ void pass_run(const float* x, const float* q, std::size_t n, const ErrorCodePara
     if (p.bounds) pt.bounds = p.bounds + i0 / p.group;
     if (p.group_lo) pt.group_lo = p.group_lo + i0 / p.group, pt.group_hi = p.group_hi + i0 / p.group;
     error_codes(x + i0, q + i0, m, pt, vc, ac, rc, level);
-    for (std::size_t i = 0; i < m; ++i) {
+    // Four elements a round, each to its own replica with the replica's offset fixed: the increments are
+    // what this loop is bound by (~1.5 cycles each), so no index arithmetic beside them.
+    uint64_t* const v0 = value;
+    uint64_t* const v1 = value + (1 & vmask) * vstride;
+    uint64_t* const v2 = value + (2 & vmask) * vstride;
+    uint64_t* const v3 = value + (3 & vmask) * vstride;
+    // Meanwhile the next tile's x and q are fetched (the increments leave the memory idle otherwise; the
+    // kernel would wait on those loads).
+    const std::size_t ahead = i0 + kTile < n ? std::min(kTile, n - i0 - kTile) : 0;
+    const float* const xn = ahead ? x + i0 + kTile : x;  // no pointer past the end
+    const float* const qn = ahead ? q + i0 + kTile : q;
+    std::size_t i = 0;
+    for (; i + 4 <= m; i += 4) {
+      if (4 * i < ahead) __builtin_prefetch(xn + 4 * i), __builtin_prefetch(qn + 4 * i);
+      v0[vc[i]]++, v1[vc[i + 1]]++, v2[vc[i + 2]]++, v3[vc[i + 3]]++;
+      ab[ac[i]]++, ab[estride + ac[i + 1]]++, ab[2 * estride + ac[i + 2]]++, ab[3 * estride + ac[i + 3]]++;
+      rl[rc[i]]++, rl[estride + rc[i + 1]]++, rl[2 * estride + rc[i + 2]]++, rl[3 * estride + rc[i + 3]]++;
+    }
+    for (; i < m; ++i) {
       value[(i & vmask) * vstride + std::size_t(vc[i])]++;
       ab[(i & 3) * estride + std::size_t(ac[i])]++;
       rl[(i & 3) * estride + std::size_t(rc[i])]++;
@@ -145,44 +163,60 @@ std::string scale_text(float s) {
 }
 
 // Groups as recorded by the pass: the scale used, negated for groups with nothing to show (no finite
-// non-zero value, or an underflowed two-level block), the group's amax, and affine zero points.
+// non-zero value, or an underflowed two-level block), the group's amax, and affine zero points. Or, for
+// blocks apply_scheme recorded, a view of its records (1 Mi blocks: no copy of 8 MB and its page faults).
 struct GroupTable {
-  std::vector<float> scale, amax;
-  std::vector<int32_t> zp;  // affine formats only
+  std::vector<float> scale, amax_;
+  std::vector<int32_t> zp_;  // affine formats only
+  const GroupRecords* rec = nullptr;
+  bool rec_affine = false;
   void resize(std::size_t n, bool affine) {
     scale.assign(n, -1.0f);
-    amax.assign(n, 0.0f);
-    zp.assign(affine ? n : 0, 0);
+    amax_.assign(n, 0.0f);
+    zp_.assign(affine ? n : 0, 0);
+  }
+  void borrow(const GroupRecords& r, bool affine) {
+    rec = &r;
+    rec_affine = affine;
   }
   void set(std::size_t i, const GroupView& g, double group_amax) {
     scale[i] = g.real ? g.scale : -g.scale;
-    amax[i] = static_cast<float>(group_amax);  // the amax of float data is a float
-    if (!zp.empty()) zp[i] = g.zp;
+    amax_[i] = static_cast<float>(group_amax);  // the amax of float data is a float
+    if (!zp_.empty()) zp_[i] = g.zp;
   }
+  std::size_t size() const { return rec ? rec->scale.size() : scale.size(); }
+  float signed_scale(std::size_t i) const { return rec ? (rec->real[i] ? rec->scale[i] : -rec->scale[i]) : scale[i]; }
+  float amax(std::size_t i) const { return rec ? rec->amax[i] : amax_[i]; }
+  int32_t zp(std::size_t i) const { return rec ? (rec_affine ? rec->zp[i] : 0) : (zp_.empty() ? 0 : zp_[i]); }
 };
 
 void make_grid(const Scheme& s, const GroupTable& groups, GridGroup which, const char* unit,
                const LinearHistogram& range, GridOverlay& g) {
-  const std::vector<float>& sc = groups.scale;
-  g.groups = sc.size();
+  const std::size_t count = groups.size();
+  g.groups = count;
   std::size_t pick = 0;
-  if (!sc.empty()) {
+  if (count) {
     if (which == GridGroup::Largest) {  // the group holding amax: its grid spans the value axis
-      const std::vector<float>& am = groups.amax;
-      for (std::size_t i = 1; i < sc.size(); ++i)
-        if (am[i] > am[pick] || (am[i] == am[pick] && sc[i] > sc[pick])) pick = i;
+      float am_pick = groups.amax(0), sc_pick = groups.signed_scale(0);
+      for (std::size_t i = 1; i < count; ++i) {
+        const float am = groups.amax(i);
+        if (!(am >= am_pick)) continue;  // the common case, without reading the scale
+        const float sc = groups.signed_scale(i);
+        if (am > am_pick || (am == am_pick && sc > sc_pick)) pick = i, am_pick = am, sc_pick = sc;
+      }
     } else {
       std::vector<std::size_t> real;
-      for (std::size_t i = 0; i < sc.size(); ++i)
-        if (sc[i] > 0) real.push_back(i);
+      for (std::size_t i = 0; i < count; ++i)
+        if (groups.signed_scale(i) > 0) real.push_back(i);
       if (!real.empty()) {
         auto mid = real.begin() + std::ptrdiff_t(real.size() / 2);
-        std::nth_element(real.begin(), mid, real.end(), [&](std::size_t a, std::size_t b) { return sc[a] < sc[b]; });
+        std::nth_element(real.begin(), mid, real.end(),
+                         [&](std::size_t a, std::size_t b) { return groups.signed_scale(a) < groups.signed_scale(b); });
         pick = *mid;
       }
     }
-    g.scale = std::fabs(sc[pick]);
-    g.zero_point = groups.zp.empty() ? 0 : groups.zp[pick];
+    g.scale = std::fabs(groups.signed_scale(pick));
+    g.zero_point = groups.zp(pick);
   }
   g.group = pick;
   const Format& f = s.format;
@@ -205,10 +239,10 @@ void make_grid(const Scheme& s, const GroupTable& groups, GridGroup which, const
   std::ostringstream note;
   if (s.granularity == Granularity::None) {
     note << "no scale (a plain cast)";
-  } else if (sc.size() <= 1) {
+  } else if (count <= 1) {
     note << "per-tensor scale " << scale_text(g.scale);
   } else {
-    note << unit << ' ' << pick << " of " << sc.size() << " ("
+    note << unit << ' ' << pick << " of " << count << " ("
          << (which == GridGroup::Largest ? "largest amax" : "median scale") << ", scale " << scale_text(g.scale) << ')';
   }
   if (is_affine(f)) note << ", zero point " << g.zero_point;
@@ -461,7 +495,8 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
     const std::size_t rows = L ? n / L : 0;
     const std::size_t bl = std::size_t(s.block);
     const std::size_t per_row = L ? (L + bl - 1) / bl : 0;
-    groups.resize(rows * per_row, is_affine(f));
+    if (records.filled) groups.borrow(records, is_affine(f));
+    else groups.resize(rows * per_row, is_affine(f));
     // apply_scheme's records and whole blocks of 8..512 (a power of two): one pass over the chunk with each
     // block's bound (error_codes' groups), not one call per block.
     const bool grouped = records.filled && L % bl == 0 && bl >= 8 && bl <= 512 && (bl & (bl - 1)) == 0;
@@ -470,14 +505,6 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
       Local h(opt.value_bins);
       ErrorCodeParams p = params;
       if (grouped) {
-        for (std::size_t gi = gb; gi < ge; ++gi) {
-          GroupView g;
-          g.scale = records.scale[gi];
-          g.zp = records.zp[gi];
-          g.bound = records.bound[gi];
-          g.real = records.real[gi] != 0;
-          groups.set(gi, g, records.amax[gi]);
-        }
         p.bounds = records.bound.data() + gb;
         p.group = bl;
         pass_run(x + gb * bl, y.data() + gb * bl, (ge - gb) * bl, p, level, h);
@@ -488,13 +515,7 @@ ErrorView compute_error_view(const Scheme& s, const float* x, const std::vector<
         const std::size_t r = gi / per_row, b0 = (gi % per_row) * bl;
         const std::size_t off = r * L + b0, len = std::min(bl, L - b0);
         if (records.filled) {  // apply_scheme's own decisions (tst_error_view checks them against group_view)
-          GroupView g;
-          g.scale = records.scale[gi];
-          g.zp = records.zp[gi];
-          g.bound = records.bound[gi];
-          g.real = records.real[gi] != 0;
-          groups.set(gi, g, records.amax[gi]);
-          p.bound = g.bound;
+          p.bound = records.bound[gi];
           pass_run(x + off, y.data() + off, len, p, level, h);
           continue;
         }

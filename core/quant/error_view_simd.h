@@ -24,7 +24,8 @@ struct ErrorCodeParams {
   bool interval = false;        // ... or, when set, when x lies outside [clip_lo, clip_hi] (ggml's blocks,
   double clip_lo = 0, clip_hi = 0;  // whose codes cover an interval that is not symmetric about 0)
   // Groups (when set, instead of bound): element i of the call is clipped beyond bounds[i / group]; the
-  // kernels take group % (their double lanes) == 0 (error_view.cpp passes 8, 16, ..., 512).
+  // kernels take any group >= 1 (fastest where it is a multiple of their lanes; error_view.cpp passes 8, 16,
+  // ..., 512).
   const double* bounds = nullptr;
   std::size_t group = 0;
   // Groups with intervals (ggml's sub-blocks; when set, instead of bounds): element i is clipped outside

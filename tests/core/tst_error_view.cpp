@@ -545,6 +545,84 @@ TEST_P(ErrorViewLevel, CodesMatchDefinition) {
   }
 }
 
+// The kernels decide the value bin in float with a margin and the clip test on the float ends of the double
+// intervals: x at every bin edge and clip end, and the floats beside them, for ranges whose margin is small
+// (symmetric, shifted, 1 and 65536 bins) or too large for the float bin (far from 0, narrow: the double
+// formula), tiny and huge ranges; groups of 8, 16, 24 and 64 with bounds and with intervals.
+TEST_P(ErrorViewLevel, CodesAtBinAndClipEdges) {
+  const qs::SimdLevel level = GetParam();
+  const auto& levels = qs::available_simd_levels();
+  if (std::find(levels.begin(), levels.end(), level) == levels.end())
+    GTEST_SKIP() << qs::to_string(level) << " is not available on this CPU";
+  struct Range {
+    const char* name;
+    double lo, hi;
+    int bins;
+  };
+  const Range ranges[] = {{"symmetric 512", -1.7, 1.7, 512},     {"symmetric 97", -3.25, 3.25, 97},
+                          {"shifted 300", -0.3, 0.7, 300},        {"one bin", -2.0, 2.0, 1},
+                          {"65536 bins", -5.0, 5.0, 65536},       {"far from 0", 1000.0, 1000.5, 64},
+                          {"narrow", 0.5, 0.5 + 1e-6, 65536},     {"tiny", -3e-38, 1e-38, 200},
+                          {"huge", -3e37, 2e37, 7},               {"past FLT_MAX / 4", -1e38, 1e38, 512},
+                          {"x - lo overflows", -3.2e38, 3.2e38, 512}};
+  for (const Range& rg : ranges) {
+    SCOPED_TRACE(rg.name);
+    Rng rng = Rng::from_tag(rg.name);
+    const qs::detail::ErrorCodeParams p{rg.lo, rg.hi, double(rg.bins) / (rg.hi - rg.lo), (rg.hi - rg.lo) * 0.3, rg.bins};
+    std::vector<float> x, q;
+    auto add = [&](double d) {  // the float nearest d and the three floats either side
+      float f = static_cast<float>(d);
+      for (int k = 0; k < 3; ++k) f = std::nextafter(f, -kInf);
+      for (int k = 0; k < 7; ++k, f = std::nextafter(f, kInf)) {
+        x.push_back(f);
+        q.push_back(float(f * (1 + rng.between(-0.2, 0.2))));
+      }
+    };
+    for (int k = 0; k <= rg.bins; k += rg.bins > 2000 ? int(rng.between(1, 60)) : 1)
+      add(rg.lo + (rg.hi - rg.lo) * k / rg.bins);
+    for (double c : {p.bound, -p.bound, rg.lo, rg.hi, 0.0}) add(c);
+    for (int k = 0; k < 500; ++k) add(rng.between(rg.lo - 0.1 * (rg.hi - rg.lo), rg.hi + 0.1 * (rg.hi - rg.lo)));
+    const std::size_t n = x.size();
+    std::vector<int32_t> v0(n), a0(n), r0(n), v(n), a(n), r(n);
+    for (std::size_t i = 0; i < n; ++i) qs::detail::error_code_one(x[i], q[i], p, v0[i], a0[i], r0[i]);
+    qs::detail::error_codes(x.data(), q.data(), n, p, v.data(), a.data(), r.data(), level);
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_TRUE(v[i] == v0[i] && a[i] == a0[i] && r[i] == r0[i])
+          << qs::to_string(level) << " element " << i << ": x=" << x[i] << " v=" << v[i] << " want " << v0[i];
+    // Groups whose clip ends sit on the elements: group g's bound (or interval ends) is element g * group's x,
+    // or a double just beside it.
+    for (std::size_t group : {8u, 16u, 24u, 64u}) {
+      const std::size_t groups = (n + group - 1) / group;
+      std::vector<double> bound(groups), glo(groups), ghi(groups);
+      for (std::size_t g = 0; g < groups; ++g) {
+        const double e = double(x[g * group]) * (1 + (rng.unit() < 0.5 ? 0.0 : rng.between(-1e-12, 1e-12)));
+        bound[g] = std::fabs(e);
+        const double w = std::fabs(e) * rng.unit();  // the element's value as the low end, the high end, or +-|e|
+        glo[g] = g % 3 == 0 ? e : g % 3 == 1 ? e - w : -w;
+        ghi[g] = g % 3 == 0 ? e + w : g % 3 == 1 ? e : std::fabs(e);
+      }
+      for (int intervals = 0; intervals < 2; ++intervals) {
+        qs::detail::ErrorCodeParams pg = p;
+        pg.group = group;
+        if (intervals) pg.group_lo = glo.data(), pg.group_hi = ghi.data();
+        else pg.bounds = bound.data();
+        qs::detail::error_codes(x.data(), q.data(), n, pg, v.data(), a.data(), r.data(), level);
+        for (std::size_t i = 0; i < n; ++i) {
+          qs::detail::ErrorCodeParams one = p;
+          one.interval = intervals != 0;
+          one.bound = bound[i / group];
+          one.clip_lo = glo[i / group];
+          one.clip_hi = ghi[i / group];
+          qs::detail::error_code_one(x[i], q[i], one, v0[i], a0[i], r0[i]);
+          ASSERT_TRUE(v[i] == v0[i] && a[i] == a0[i] && r[i] == r0[i])
+              << qs::to_string(level) << " group " << group << (intervals ? " intervals" : " bounds") << " element " << i
+              << ": x=" << x[i];
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllLevels, ErrorViewLevel,
                          ::testing::Values(qs::SimdLevel::Generic, qs::SimdLevel::Avx2, qs::SimdLevel::Avx512),
                          [](const ::testing::TestParamInfo<qs::SimdLevel>& i) { return std::string(qs::to_string(i.param)); });
