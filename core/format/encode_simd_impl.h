@@ -7,6 +7,7 @@
 // s = q - (e - 23) bits with round-to-nearest-even, ties away or toward zero (bias trick) or stochastic rounding (compare
 // the discarded bits with a counter-based random number), then rebuild the value r * 2^q and the
 // code ((e - emin) << M) + r, whose carry flows into the exponent field by itself.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -259,9 +260,11 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, 
       v = sub ? vs : as_f((vu)rb);
     }
   } else {
+    // No blend for the subnormal range: a zero lane rounds to 0 here (the random addend is below 2^s0) and
+    // every other subnormal lane is bad, so the general path redoes its vector.
     rb = (vi)(((vu)a + (~rnd >> (32u - (uint32_t)s0))) & (uint32_t)keep);
     bad |= sub & (a != 0);
-    v = sub ? splat_f(0.0f) : as_f((vu)rb);
+    v = as_f((vu)rb);
   }
   const vi vb = (vi)as_u(v);
   if constexpr (!Sat) bad |= vb > (int32_t)p.max_bits;
@@ -301,6 +304,38 @@ QS_AI inline void store_stream(float* dst, vf v) {
 #endif
 }
 
+// Writes r[k] = stochastic_mix(key, b + k) for k < n (n a multiple of N; b + n - 1 below 2^32, as for a job).
+// Incremental form of the first xor-shift: with x = idx ^ key, x ^ (x >> 16) = idx ^ h where
+// h = (idx >> 16) ^ key ^ (key >> 16) is constant per lane while no lane crosses a multiple of 2^16, so a
+// vector costs an add and an xor before the multiplies instead of a broadcast, add, xor, shift and xor.
+// A run ends where lane N - 1 would cross such a multiple; a vector that straddles one is a run of its own
+// (h per lane). A separate pass over a tile keeps the hash's registers apart from the rounding's (AVX2 has 16).
+QS_AI inline void fill_bits(uint32_t* r, uint32_t b, std::size_t n, uint32_t key) {
+  vu lane;
+  for (int l = 0; l < N; ++l) lane[l] = static_cast<uint32_t>(l);
+  const uint32_t kk = key ^ (key >> 16);
+  vu idx = splat_u(b) + lane;
+  std::size_t k = 0;
+  while (k < n) {
+    const uint64_t start = uint64_t(b) + k;  // lane 0's index
+    const uint64_t end = (start | 0xffffu) + 1;  // the next multiple of 2^16
+    std::size_t run = static_cast<std::size_t>((end - start) / N);
+    if (run == 0) run = 1;  // straddles: h differs per lane but holds for this vector
+    if (run > (n - k) / N) run = (n - k) / N;
+    const vu h = (idx >> 16) ^ kk;
+    for (const std::size_t stop = k + run * N; k < stop; k += N) {
+      vu x = idx ^ h;
+      x *= 0x7feb352du;
+      x ^= x >> 15;
+      x *= 0x846ca68bu;
+      x ^= x >> 16;
+      x = hash32v(x + key);
+      std::memcpy(r + k, &x, sizeof x);
+      idx += static_cast<uint32_t>(N);
+    }
+  }
+}
+
 // G: a scale per group of 2^shift elements (scales[i >> shift]), instead of params.scale.
 template <bool Stoch, bool Scaled, bool Sat, int Rm, int NZ, bool Stream, bool G = false>
 qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& job_in, uint32_t key,
@@ -315,9 +350,20 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
   const uint32_t base = static_cast<uint32_t>(job.index0);
   const std::size_t full = job.n - job.n % N;
   float* const out = job.values;
+  // Stochastic: the random numbers of a tile first (fill_bits, into L1), then the rounding reads them.
+  constexpr std::size_t kTile = 1024;
+  alignas(64) uint32_t rbuf[Stoch ? kTile : 1];
+  std::size_t t0 = 0;  // the tile's first element
+  (void)lane;
+  (void)base;
   auto draw = [&](std::size_t i) QS_AI {
-    if constexpr (Stoch) return hash32v(hash32v((splat_u(base + static_cast<uint32_t>(i)) + lane) ^ key) + key);
-    else return splat_u(0);
+    if constexpr (Stoch) {
+      vu r;
+      std::memcpy(&r, rbuf + (i - t0), sizeof r);
+      return r;
+    } else {
+      return splat_u(0);
+    }
   };
   auto put = [&](std::size_t i, vf val) QS_AI {
     if (out) {
@@ -326,7 +372,13 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
     }
   };
   std::size_t i = 0;
-  for (; i + 2 * N <= full; i += 2 * N) {
+  while (i < full) {
+  const std::size_t tile_end = Stoch ? std::min(full, i + kTile) : full;
+  if constexpr (Stoch) {
+    t0 = i;
+    fill_bits(rbuf, base + static_cast<uint32_t>(i), tile_end - i, key);
+  }
+  for (; i + 2 * N <= tile_end; i += 2 * N) {
     vf x0, x1;
     std::memcpy(&x0, job.x + i, sizeof x0);
     std::memcpy(&x1, job.x + i + N, sizeof x1);
@@ -349,7 +401,7 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
     put(i, v0);
     put(i + N, v1);
   }
-  if (i < full) {
+  if (i < tile_end) {  // kTile is a multiple of 2 N: only the last tile has an odd vector
     vf x0;
     std::memcpy(&x0, job.x + i, sizeof x0);
     const vu r0 = draw(i);
@@ -360,6 +412,8 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
     if (none_set(b0)) ovf -= (vu)o0, unf -= (vu)u0;
     else p0.scale = p.scale, v0 = slow_vector<Stoch, Scaled, Sat>(p0, x0, r0, slow);
     put(i, v0);
+    i += N;
+  }
   }
 #if defined(__AVX2__) || defined(__AVX512F__)
   if constexpr (Stream) _mm_sfence();
