@@ -65,6 +65,21 @@ QS_AI inline bool none_set(vi m) {
 #endif
 }
 
+// ~m & x in one instruction: GCC builds a != 0 as two compares and an and, where vpandn takes the a == 0 mask.
+QS_AI inline vi andnot(vi m, vi x) {
+#if defined(__AVX2__) && QS_LANES == 8
+  __m256i a, b;
+  std::memcpy(&a, &m, sizeof a);
+  std::memcpy(&b, &x, sizeof b);
+  const __m256i r = _mm256_andnot_si256(a, b);
+  vi v;
+  std::memcpy(&v, &r, sizeof v);
+  return v;
+#else
+  return ~m & x;
+#endif
+}
+
 QS_AI inline vu hash32v(vu x) {
   x ^= x >> 16;
   x *= 0x7feb352du;
@@ -221,7 +236,7 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, 
   if constexpr (Sat) {
     // Every lane that is not bad: clamp to max, clipped from the overflow threshold (which lies above max).
     const uint32_t thr = p.ovf_bits > p.max_bits ? p.ovf_bits : p.max_bits + 1u;
-    d_ovf = a >= (int32_t)thr;
+    d_ovf = a > (int32_t)(thr - 1u);  // thr >= 1; as >=, GCC built vpminsd + vpcmpeqd
     a = vmin(a, splat_i((int32_t)p.max_bits));
   }
   const int32_t s0 = 23 - p.M;
@@ -263,7 +278,7 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, 
     // No blend for the subnormal range: a zero lane rounds to 0 here (the random addend is below 2^s0) and
     // every other subnormal lane is bad, so the general path redoes its vector.
     rb = (vi)(((vu)a + (~rnd >> (32u - (uint32_t)s0))) & (uint32_t)keep);
-    bad |= sub & (a != 0);
+    bad |= andnot(a == 0, sub);
     v = as_f((vu)rb);
   }
   const vi vb = (vi)as_u(v);
