@@ -226,6 +226,36 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, 
   const int rmode = Rm >= 0 ? (Rm == 3 ? 0 : Rm) : p.rmode;  // Rm 3: ties to even, the integer way
   const bool neg_zero = NZ >= 0 ? NZ != 0 : p.has_neg_zero;
   const vi allz = splat_i(0);
+  if constexpr (Stoch) {
+    // Stochastic rounding on the signed bits of y = x / s (the division is sign-symmetric, bit for bit):
+    // |y| + the addend stays below 2^31, so the sign bit survives the add and the mask, and a saturating
+    // clamp is vmaxps + vminps where |y| would need vpminsd and the sign taken off and put back.
+    const vf y = Scaled ? x / splat_f(p.scale) : x;
+    const vi yb = (vi)as_u(y);
+    const vi a = yb & 0x7fffffff;
+    vi bad = a > 0x7f7fffff;  // NaN, inf (and x / s overflowing to inf)
+    vf yc = y;
+    d_ovf = allz;
+    if constexpr (Sat) {
+      const uint32_t thr = p.ovf_bits > p.max_bits ? p.ovf_bits : p.max_bits + 1u;
+      d_ovf = a > (int32_t)(thr - 1u);
+      const vf mx = splat_f(p.max_finite);
+      yc = y < -mx ? -mx : y;  // NaN lanes are bad
+      yc = yc > mx ? mx : yc;
+    } else {
+      bad |= a > (int32_t)p.max_bits;  // |y| <= max rounds to at most max (a grid value): as vb > max
+    }
+    // A lane that is neither 0 nor bad has |y| >= min normal and rounds to at least that (a multiple of
+    // the quantum): no underflow, and a zero result only from a zero input.
+    const vi zero = a == 0;
+    bad |= andnot(zero, a < (int32_t)p.min_normal_bits);
+    const int32_t s0 = 23 - p.M;
+    const vi rb = (vi)(((vu)as_u(yc) + (~rnd >> (32u - (uint32_t)s0))) & (uint32_t)~((1u << s0) - 1u));
+    const vf v = as_f((vu)(neg_zero ? rb : andnot(zero, rb)));
+    d_unf = allz;
+    value_out = Scaled ? v * splat_f(p.scale) : v;
+    return bad;
+  }
   const vi xb = (vi)as_u(x);
   const vi sign = xb & (vi)splat_u(0x80000000u);
   const vf ax = as_f((vu)(xb & 0x7fffffff));
