@@ -7,6 +7,7 @@
 // s = q - (e - 23) bits with round-to-nearest-even, ties away or toward zero (bias trick) or stochastic rounding (compare
 // the discarded bits with a counter-based random number), then rebuild the value r * 2^q and the
 // code ((e - emin) << M) + r, whose carry flows into the exponent field by itself.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -61,6 +62,21 @@ QS_AI inline bool none_set(vi m) {
   int any = 0;
   for (int l = 0; l < N; ++l) any |= m[l];
   return any == 0;
+#endif
+}
+
+// ~m & x in one instruction: GCC builds a != 0 as two compares and an and, where vpandn takes the a == 0 mask.
+QS_AI inline vi andnot(vi m, vi x) {
+#if defined(__AVX2__) && QS_LANES == 8
+  __m256i a, b;
+  std::memcpy(&a, &m, sizeof a);
+  std::memcpy(&b, &x, sizeof b);
+  const __m256i r = _mm256_andnot_si256(a, b);
+  vi v;
+  std::memcpy(&v, &r, sizeof v);
+  return v;
+#else
+  return ~m & x;
 #endif
 }
 
@@ -210,6 +226,36 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, 
   const int rmode = Rm >= 0 ? (Rm == 3 ? 0 : Rm) : p.rmode;  // Rm 3: ties to even, the integer way
   const bool neg_zero = NZ >= 0 ? NZ != 0 : p.has_neg_zero;
   const vi allz = splat_i(0);
+  if constexpr (Stoch) {
+    // Stochastic rounding on the signed bits of y = x / s (the division is sign-symmetric, bit for bit):
+    // |y| + the addend stays below 2^31, so the sign bit survives the add and the mask, and a saturating
+    // clamp is vmaxps + vminps where |y| would need vpminsd and the sign taken off and put back.
+    const vf y = Scaled ? x / splat_f(p.scale) : x;
+    const vi yb = (vi)as_u(y);
+    const vi a = yb & 0x7fffffff;
+    vi bad = a > 0x7f7fffff;  // NaN, inf (and x / s overflowing to inf)
+    vf yc = y;
+    d_ovf = allz;
+    if constexpr (Sat) {
+      const uint32_t thr = p.ovf_bits > p.max_bits ? p.ovf_bits : p.max_bits + 1u;
+      d_ovf = a > (int32_t)(thr - 1u);
+      const vf mx = splat_f(p.max_finite);
+      yc = y < -mx ? -mx : y;  // NaN lanes are bad
+      yc = yc > mx ? mx : yc;
+    } else {
+      bad |= a > (int32_t)p.max_bits;  // |y| <= max rounds to at most max (a grid value): as vb > max
+    }
+    // A lane that is neither 0 nor bad has |y| >= min normal and rounds to at least that (a multiple of
+    // the quantum): no underflow, and a zero result only from a zero input.
+    const vi zero = a == 0;
+    bad |= andnot(zero, a < (int32_t)p.min_normal_bits);
+    const int32_t s0 = 23 - p.M;
+    const vi rb = (vi)(((vu)as_u(yc) + (~rnd >> (32u - (uint32_t)s0))) & (uint32_t)~((1u << s0) - 1u));
+    const vf v = as_f((vu)(neg_zero ? rb : andnot(zero, rb)));
+    d_unf = allz;
+    value_out = Scaled ? v * splat_f(p.scale) : v;
+    return bad;
+  }
   const vi xb = (vi)as_u(x);
   const vi sign = xb & (vi)splat_u(0x80000000u);
   const vf ax = as_f((vu)(xb & 0x7fffffff));
@@ -220,7 +266,7 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, 
   if constexpr (Sat) {
     // Every lane that is not bad: clamp to max, clipped from the overflow threshold (which lies above max).
     const uint32_t thr = p.ovf_bits > p.max_bits ? p.ovf_bits : p.max_bits + 1u;
-    d_ovf = a >= (int32_t)thr;
+    d_ovf = a > (int32_t)(thr - 1u);  // thr >= 1; as >=, GCC built vpminsd + vpcmpeqd
     a = vmin(a, splat_i((int32_t)p.max_bits));
   }
   const int32_t s0 = 23 - p.M;
@@ -259,16 +305,20 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, 
       v = sub ? vs : as_f((vu)rb);
     }
   } else {
+    // No blend for the subnormal range: a zero lane rounds to 0 here (the random addend is below 2^s0) and
+    // every other subnormal lane is bad, so the general path redoes its vector.
     rb = (vi)(((vu)a + (~rnd >> (32u - (uint32_t)s0))) & (uint32_t)keep);
-    bad |= sub & (a != 0);
-    v = sub ? splat_f(0.0f) : as_f((vu)rb);
+    bad |= andnot(a == 0, sub);
+    v = as_f((vu)rb);
   }
   const vi vb = (vi)as_u(v);
   if constexpr (!Sat) bad |= vb > (int32_t)p.max_bits;
   const vi vzero = vb == 0;
   const vi sgn = neg_zero ? sign : (sign & ~vzero);
   v = as_f((vu)(vb | sgn));
-  d_unf = vzero & (a != 0);
+  // Stochastic: a lane that is neither 0 nor bad has |y| >= min normal, and rb >= a & keep >= min normal
+  // (min normal is a multiple of the quantum): nothing underflows, so no count and no mask.
+  d_unf = Stoch ? allz : (vzero & (a != 0));
   value_out = Scaled ? v * splat_f(p.scale) : v;
   return bad;
 }
@@ -301,6 +351,38 @@ QS_AI inline void store_stream(float* dst, vf v) {
 #endif
 }
 
+// Writes r[k] = stochastic_mix(key, b + k) for k < n (n a multiple of N; b + n - 1 below 2^32, as for a job).
+// Incremental form of the first xor-shift: with x = idx ^ key, x ^ (x >> 16) = idx ^ h where
+// h = (idx >> 16) ^ key ^ (key >> 16) is constant per lane while no lane crosses a multiple of 2^16, so a
+// vector costs an add and an xor before the multiplies instead of a broadcast, add, xor, shift and xor.
+// A run ends where lane N - 1 would cross such a multiple; a vector that straddles one is a run of its own
+// (h per lane). A separate pass over a tile keeps the hash's registers apart from the rounding's (AVX2 has 16).
+QS_AI inline void fill_bits(uint32_t* r, uint32_t b, std::size_t n, uint32_t key) {
+  vu lane;
+  for (int l = 0; l < N; ++l) lane[l] = static_cast<uint32_t>(l);
+  const uint32_t kk = key ^ (key >> 16);
+  vu idx = splat_u(b) + lane;
+  std::size_t k = 0;
+  while (k < n) {
+    const uint64_t start = uint64_t(b) + k;  // lane 0's index
+    const uint64_t end = (start | 0xffffu) + 1;  // the next multiple of 2^16
+    std::size_t run = static_cast<std::size_t>((end - start) / N);
+    if (run == 0) run = 1;  // straddles: h differs per lane but holds for this vector
+    if (run > (n - k) / N) run = (n - k) / N;
+    const vu h = (idx >> 16) ^ kk;
+    for (const std::size_t stop = k + run * N; k < stop; k += N) {
+      vu x = idx ^ h;
+      x *= 0x7feb352du;
+      x ^= x >> 15;
+      x *= 0x846ca68bu;
+      x ^= x >> 16;
+      x = hash32v(x + key);
+      std::memcpy(r + k, &x, sizeof x);
+      idx += static_cast<uint32_t>(N);
+    }
+  }
+}
+
 // G: a scale per group of 2^shift elements (scales[i >> shift]), instead of params.scale.
 template <bool Stoch, bool Scaled, bool Sat, int Rm, int NZ, bool Stream, bool G = false>
 qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& job_in, uint32_t key,
@@ -315,9 +397,20 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
   const uint32_t base = static_cast<uint32_t>(job.index0);
   const std::size_t full = job.n - job.n % N;
   float* const out = job.values;
+  // Stochastic: the random numbers of a tile first (fill_bits, into L1), then the rounding reads them.
+  constexpr std::size_t kTile = 1024;
+  alignas(64) uint32_t rbuf[Stoch ? kTile : 1];
+  std::size_t t0 = 0;  // the tile's first element
+  (void)lane;
+  (void)base;
   auto draw = [&](std::size_t i) QS_AI {
-    if constexpr (Stoch) return hash32v(hash32v((splat_u(base + static_cast<uint32_t>(i)) + lane) ^ key) + key);
-    else return splat_u(0);
+    if constexpr (Stoch) {
+      vu r;
+      std::memcpy(&r, rbuf + (i - t0), sizeof r);
+      return r;
+    } else {
+      return splat_u(0);
+    }
   };
   auto put = [&](std::size_t i, vf val) QS_AI {
     if (out) {
@@ -326,7 +419,15 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
     }
   };
   std::size_t i = 0;
-  for (; i + 2 * N <= full; i += 2 * N) {
+  while (i < full) {
+  const std::size_t tile_end = Stoch ? std::min(full, i + kTile) : full;
+  if constexpr (Stoch) {
+    t0 = i;
+    fill_bits(rbuf, base + static_cast<uint32_t>(i), tile_end - i, key);
+  }
+  // Two vectors per step hide the latency of nearest's chain; stochastic's loads its random numbers and runs
+  // one vector per step (4 % faster in cache at AVX2: fewer live registers).
+  for (; !Stoch && i + 2 * N <= tile_end; i += 2 * N) {
     vf x0, x1;
     std::memcpy(&x0, job.x + i, sizeof x0);
     std::memcpy(&x1, job.x + i + N, sizeof x1);
@@ -349,7 +450,7 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
     put(i, v0);
     put(i + N, v1);
   }
-  if (i < full) {
+  while (i < tile_end) {  // nearest: at most one, the odd last vector
     vf x0;
     std::memcpy(&x0, job.x + i, sizeof x0);
     const vu r0 = draw(i);
@@ -360,6 +461,8 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
     if (none_set(b0)) ovf -= (vu)o0, unf -= (vu)u0;
     else p0.scale = p.scale, v0 = slow_vector<Stoch, Scaled, Sat>(p0, x0, r0, slow);
     put(i, v0);
+    i += N;
+  }
   }
 #if defined(__AVX2__) || defined(__AVX512F__)
   if constexpr (Stream) _mm_sfence();

@@ -417,6 +417,42 @@ TEST_P(EncodeSimd, IndexBoundary) {
     }
 }
 
+// The fast loop draws its random numbers a tile at a time with the first xor-shift done incrementally, in
+// runs that end where an index crosses a multiple of 2^16 (fill_bits in encode_simd_impl.h): a vector that
+// straddles such a multiple, a vector ending on one, several 1024-element tiles, the odd last vector and
+// the tail, a job ending at index 2^32 and one crossing it, all against the oracle's
+// stochastic_bits(seed, index). Inputs in range and halfway-ish between grid points, so each element's
+// result depends on its random number. Rows: e4m3fn, e5m2, bf16 x start x {unscaled, scaled} at this level.
+TEST_P(EncodeSimd, StochasticRuns) {
+  constexpr std::size_t n = (std::size_t(1) << 17) + 2 * 1024 + 37;
+  const std::pair<const char*, uint64_t> starts[] = {
+      {"3*2^16-5", 3 * (uint64_t(1) << 16) - 5},      // lane offset 3: vectors straddle each multiple
+      {"3*2^16-1024", 3 * (uint64_t(1) << 16) - 1024},  // vectors end on each multiple
+      {"2^32-n", (uint64_t(1) << 32) - n},            // the last element is 2^32 - 1
+      {"2^32-2^16-3", (uint64_t(1) << 32) - (uint64_t(1) << 16) - 3},  // crosses 2^32 (split, re-keyed)
+  };
+  for (const char* spec : {"e4m3fn", "e5m2", "bf16"})
+    for (const auto& [name, index0] : starts)
+      for (float scale : {1.0f, kScaled}) {
+        SCOPED_TRACE(std::string("stochasticRuns:") + spec + "/index0=" + name + "/" +
+                     (scale == 1.0f ? "unscaled" : "scaled") + "/" + qs::to_string(level()));
+        const qs::Format f = formatOf(spec);
+        const qs::EncodeOptions opt = options(qs::Rounding::Stochastic, qs::Overflow::Saturate);
+        const std::vector<float> x = logUniform(f, scale, n, kDataSeed + 31);
+        const Encoded ref = encode(f, opt, scale, x.data(), n, index0, Outputs::ValuesOnly, std::nullopt);
+        // The row can only fail if the values depend on the random numbers: another seed changes many.
+        qs::EncodeOptions other = opt;
+        other.seed ^= 1;
+        const Encoded alt = encode(f, other, scale, x.data(), n, index0, Outputs::ValuesOnly, std::nullopt);
+        std::size_t changed = 0;
+        for (std::size_t i = 0; i < n; ++i) changed += !sameValue(alt.values[i], ref.values[i]);
+        EXPECT_GT(changed, n / 8) << "the values hardly depend on the random bits";
+        const Encoded got = encode(f, opt, scale, x.data(), n, index0, Outputs::ValuesOnly, level());
+        const std::string m = mismatch(x.data(), n, ref, got);
+        EXPECT_TRUE(m.empty()) << m;
+      }
+}
+
 // The same job in one call or in two calls [0, split) and [split, n) with index0 advanced: identical
 // codes, values and summed statistics. Splits before, at and after the 2^32 boundary (element 40 of the
 // job), none lane-aligned but 40. Rows: 7 specs x rounding x split at this level.
