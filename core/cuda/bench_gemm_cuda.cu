@@ -1,11 +1,16 @@
 // The GPU GEMM benchmark: host data and references (shared with the CPU benchmark) -> device copies ->
-// for each kernel: clear the outputs, run once, copy the checked rows back and compare, then time with
-// CUDA events (median). Baselines first, so every row can carry its ratios.
+// for each kernel: clear the outputs, run once, copy the checked rows back and compare; then the checked kernels
+// of the shape are timed with CUDA events in as many rounds as there are kernels, each round running a share of
+// every kernel's runs and round r starting at kernel r, so that every kernel is timed in every place of the
+// order: what the kernel before leaves behind (the clocks a power-capped GPU has come down to after a heavy
+// kernel, or kept after a light one) and drift over the benchmark hit every row alike. The median of all of a
+// kernel's runs. Rows come out baselines first, so every row can carry its ratios.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -150,6 +155,12 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
 
     double fp32_ms = 0, bwd_fp32_ms = 0;
     bool stop = false;
+    struct Pending {
+      BenchGemmRow row;
+      std::function<void()> fn;
+      std::vector<float> ms;
+    };
+    std::vector<Pending> pending;  // checked, not yet timed
     auto measure = [&](const std::string& name, const std::function<void()>& fn,
                        const std::function<double(const std::string&)>& chk) {
       if (stop || !wanted(name)) return;
@@ -177,18 +188,39 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
       row.checked = R * std::size_t(N);
       const double first = detail::median_seconds(fn, 1, nullptr);
       row.reps = std::clamp(int(std::ceil(cfg.min_seconds / std::max(first, 1e-9))), std::max(1, cfg.reps), 1000);
-      const double t = detail::median_seconds(fn, row.reps, nullptr);
-      row.median_ms = t * 1e3;
-      const bool bwd = name.rfind("bwd-", 0) == 0;  // two products: dX and dW
-      row.gops = (bwd ? 4.0 : 2.0) * double(M) * double(N) * double(K) / t / 1e9;
-      if (name == "fp32-cublas") fp32_ms = row.median_ms;
-      if (name == "bwd-fp32-cublas") bwd_fp32_ms = row.median_ms;
-      const double base_ms = bwd ? bwd_fp32_ms : fp32_ms;  // backward rows: against cuBLAS fp32's backward
-      row.speedup_vs_fp32 = base_ms > 0 ? base_ms / row.median_ms : 0;
-      rows.push_back(row);
-      if (on_row) on_row(row);
-      ++done;
-      if (progress && !progress(done, total)) stop = true;
+      pending.push_back({row, fn, {}});
+    };
+    // Times the checked kernels in rounds (see the top of the file) and emits their rows in order.
+    auto flush = [&] {
+      const int n = int(pending.size());
+      int rounds = std::max(n, 1);
+      if (const char* e = std::getenv("QS_BENCH_ROUNDS")) rounds = std::max(1, std::atoi(e));  // 1: one kernel after another
+      for (int r = 0; r < rounds; ++r)
+        for (int i = 0; i < n; ++i) {
+          Pending& p = pending[std::size_t((r + i) % n)];  // round r starts at kernel r: every kernel in every place
+          if (progress && !progress(done, total)) {  // cancelled while timing: this shape's rows are dropped
+            stop = true;
+            pending.clear();
+            return;
+          }
+          detail::time_runs(p.fn, (p.row.reps + rounds - 1 - r) / rounds, nullptr, p.ms);
+        }
+      for (Pending& p : pending) {
+        BenchGemmRow& row = p.row;
+        const double t = detail::median_of(p.ms);
+        row.median_ms = t * 1e3;
+        const bool bwd = row.kernel.rfind("bwd-", 0) == 0;  // two products: dX and dW
+        row.gops = (bwd ? 4.0 : 2.0) * double(M) * double(N) * double(K) / t / 1e9;
+        if (row.kernel == "fp32-cublas") fp32_ms = row.median_ms;
+        if (row.kernel == "bwd-fp32-cublas") bwd_fp32_ms = row.median_ms;
+        const double base_ms = bwd ? bwd_fp32_ms : fp32_ms;  // backward rows: against cuBLAS fp32's backward
+        row.speedup_vs_fp32 = base_ms > 0 ? base_ms / row.median_ms : 0;
+        rows.push_back(row);
+        if (on_row) on_row(row);
+        ++done;
+        if (progress && !progress(done, total)) stop = true;
+      }
+      pending.clear();
     };
 
     measure("fp32-cublas", [&] { lib.f32(dX.ptr, dW.ptr, M, K, N, dY.ptr, false); },
@@ -225,6 +257,7 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
     };
     ours(GemmKernel::Dp4a);
     for (GemmKernel k : tensor_core_kernels()) ours(k);
+    flush();
 
     // Backward of Y = X~ W~^T + b for a gradient dY (M x N): dX = dY W~ (M x K), dW = dY^T X~ (N x K), 4 M N K
     // operations; cuBLAS fp32 and bf16 run the same two products on float / bfloat16 operands, ours
@@ -339,6 +372,7 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
       a.dW = dgw.ptr;
       a.db = dgb.ptr;
       measure("bwd-int8", [&] { linear_backward_device(a); }, [&](const std::string& n) { return check_bwd(2, n); });
+      flush();  // while this block's buffers live
     }
     if (stop) break;
   }

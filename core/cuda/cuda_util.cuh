@@ -64,15 +64,16 @@ struct StreamScratch {  // freed in stream order when it goes out of scope
   StreamScratch& operator=(const StreamScratch&) = delete;
 };
 
-// Runs fn once to warm up, then `reps` times between events on `stream`; median seconds.
+// Runs fn once to warm up, then `reps` times between events on `stream`, appending each run's milliseconds
+// to `ms` (nothing at all for reps <= 0).
 template <typename Fn>
-double median_seconds(Fn&& fn, int reps, cudaStream_t stream) {
+void time_runs(Fn&& fn, int reps, cudaStream_t stream, std::vector<float>& ms) {
+  if (reps <= 0) return;
   cudaEvent_t e0, e1;
   check(cudaEventCreate(&e0), "event");
   check(cudaEventCreate(&e1), "event");
   fn();
-  std::vector<float> ms;
-  for (int k = 0; k < std::max(1, reps); ++k) {
+  for (int k = 0; k < reps; ++k) {
     check(cudaEventRecord(e0, stream), "event");
     fn();
     check(cudaEventRecord(e1, stream), "event");
@@ -83,8 +84,20 @@ double median_seconds(Fn&& fn, int reps, cudaStream_t stream) {
   }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
+}
+
+// The median of ms (which it sorts), in seconds.
+inline double median_of(std::vector<float>& ms) {
   std::sort(ms.begin(), ms.end());
-  return double(ms[ms.size() / 2]) / 1e3;
+  return ms.empty() ? 0.0 : double(ms[ms.size() / 2]) / 1e3;
+}
+
+// Runs fn once to warm up, then `reps` times between events on `stream`; median seconds.
+template <typename Fn>
+double median_seconds(Fn&& fn, int reps, cudaStream_t stream) {
+  std::vector<float> ms;
+  time_runs(fn, std::max(1, reps), stream, ms);
+  return median_of(ms);
 }
 
 }  // namespace qs::cuda::detail
