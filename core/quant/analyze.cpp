@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "util/parallel.h"
+
 namespace qs {
 
 namespace {
@@ -78,6 +80,9 @@ class ReadAhead {
   std::thread thread_;  // last: started after every member it uses
 };
 
+// Elements per piece of a tensor read in parts (1 MiB of float32; a multiple of 8, as read_f32_part asks).
+constexpr std::size_t kReadPart = std::size_t(1) << 18;
+
 }  // namespace
 
 std::string shape_string(const std::vector<int64_t>& shape) {
@@ -100,8 +105,12 @@ AnalyzeSummary analyze_file(const TensorFile& file, const std::vector<Scheme>& s
     fate[i] = select && !select(ts[i].name) ? kNotSelected
               : dtype_is_float(ts[i].dtype) && ts[i].numel() >= 2 ? kAnalysed : kSkipped;
   std::vector<float> x, y, next;
+  // With threads >= 2 a file that reads in parts has each tensor read by the threads that then analyse it
+  // (parallel_chunks over pieces): no third thread competing for the cores. Other files read the next
+  // tensor ahead on a thread of its own.
+  const bool in_parts = resolve_threads(threads) >= 2 && file.reads_f32_in_parts();
   std::unique_ptr<ReadAhead> ahead;
-  if (resolve_threads(threads) >= 2) ahead = std::make_unique<ReadAhead>(file);
+  if (resolve_threads(threads) >= 2 && !in_parts) ahead = std::make_unique<ReadAhead>(file);
   std::size_t ahead_index = ts.size();  // the tensor being read ahead into `next` (none: ts.size())
   for (std::size_t i = 0; i < ts.size(); ++i) {
     if (progress && !progress(i, ts.size())) {
@@ -118,6 +127,10 @@ AnalyzeSummary analyze_file(const TensorFile& file, const std::vector<Scheme>& s
         ahead->wait();
         std::swap(x, next);
         ahead_index = ts.size();
+      } else if (in_parts) {
+        x.resize(t.numel());
+        parallel_chunks(t.numel(), kReadPart, threads,
+                        [&](std::size_t b, std::size_t e) { file.read_f32_part(i, b, e - b, x.data() + b); });
       } else {
         x.resize(t.numel());
         file.read_f32(i, x.data());
