@@ -1322,6 +1322,7 @@ TEST(TensorFile, TruncatedAfterOpen) {
       {"safetensors read_f32_part", "w.safetensors", st, ReadVia::ReadF32Part},
       {"npy read", "w.npy", npyBytes(qs::DType::F32, {1 << 18}, payload), ReadVia::Read},
       {"npy read_f32 (float16)", "w.npy", npyBytes(qs::DType::F16, {1 << 19}, payload), ReadVia::ReadF32},
+      {"npy read_f32_part (float16)", "w.npy", npyBytes(qs::DType::F16, {1 << 19}, payload), ReadVia::ReadF32Part},
   };
 #ifdef QS_TEST_HAVE_ZIP
   const std::string npy = npyBytes(qs::DType::F32, {1 << 18}, payload);
