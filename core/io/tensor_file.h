@@ -62,7 +62,7 @@ class TensorFile {
   // but the .npy and .safetensors readers pread straight into `out` (float32) or through a small staging
   // buffer, so the bytes cross memory once and no tensor-sized byte buffer is allocated. Throws as read().
   virtual void read_f32(std::size_t index, float* out) const;
-  // Whether read_f32_part() reads pieces of a tensor on their own (.safetensors and .npy); analyze_file
+  // Whether read_f32_part() reads pieces of a tensor on their own (.safetensors, sharded, .npy); analyze_file
   // then splits a tensor's read between its threads instead of reading the next one on a thread of its own.
   virtual bool reads_f32_in_parts() const { return false; }
   // Elements [begin, begin + count) of tensor `index` as float32 into out[0, count): the values read_f32

@@ -1422,12 +1422,19 @@ TEST(TensorFile, ShardedIndexReadsAsOneModel) {
     qs::convert_to_f32(t.dtype, reinterpret_cast<const uint8_t*>(all[i].data.data()), t.numel(), want.data());
     f->read_f32(i, got.data());
     EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0);
+    // In parts (analyze_file with 2+ threads): through the shard's own part read.
+    ASSERT_TRUE(f->reads_f32_in_parts());
+    std::vector<float> parts(t.numel(), -7.0f);
+    for (std::size_t p = 0; p < parts.size(); p += 8)
+      f->read_f32_part(i, p, std::min<std::size_t>(8, parts.size() - p), parts.data() + p);
+    EXPECT_EQ(std::memcmp(want.data(), parts.data(), want.size() * 4), 0);
   }
   // The bytes of a read outlive the model and its open shards.
   qs::TensorBytes kept = f->read(2);
   f.reset();
   EXPECT_EQ(bytesOf(kept), all[2].data);
   EXPECT_THROW(qs::open_sharded_model(index)->read(6), qs::IoError);
+  EXPECT_THROW(qs::open_sharded_model(index)->read_f32_part(6, 0, 0, nullptr), qs::IoError);
 }
 
 // The folder forms: with an index (the index decides; another .safetensors beside it is named as not
