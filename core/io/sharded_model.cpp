@@ -62,6 +62,13 @@ class ShardedModel final : public TensorFile {
     shard_file(w.shard, index)->read_f32(w.local, out);
   }
 
+  // Every shard is a .safetensors file, which reads in parts.
+  bool reads_f32_in_parts() const override { return true; }
+  void read_f32_part(std::size_t index, std::size_t begin, std::size_t count, float* out) const override {
+    const Where w = where(index);
+    shard_file(w.shard, index)->read_f32_part(w.local, begin, count, out);
+  }
+
   std::vector<std::string> source_files() const override {
     std::vector<std::string> out{path_};
     for (const Shard& s : shards_) out.push_back(s.path);

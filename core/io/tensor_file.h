@@ -62,6 +62,14 @@ class TensorFile {
   // but the .npy and .safetensors readers pread straight into `out` (float32) or through a small staging
   // buffer, so the bytes cross memory once and no tensor-sized byte buffer is allocated. Throws as read().
   virtual void read_f32(std::size_t index, float* out) const;
+  // Whether read_f32_part() reads pieces of a tensor on their own (.safetensors, sharded, .npy); analyze_file
+  // then splits a tensor's read between its threads instead of reading the next one on a thread of its own.
+  virtual bool reads_f32_in_parts() const { return false; }
+  // Elements [begin, begin + count) of tensor `index` as float32 into out[0, count): the values read_f32
+  // puts there, with the same errors. `begin` is a multiple of 8 (a packed piece starts on a byte). Parts
+  // may be read from several threads at once. Only where reads_f32_in_parts(); the default reads the
+  // whole tensor into a buffer of its own and copies the part out.
+  virtual void read_f32_part(std::size_t index, std::size_t begin, std::size_t count, float* out) const;
   // Entries of the file that are not tensors here, each "<name>: <why>" (an .npz member that is not an
   // .npy file, a safetensors dtype or an ONNX data type QuantScope cannot decode, ...): listed so that
   // nothing vanishes silently; the CLI and the GUI show them. A file may open with no tensors and only

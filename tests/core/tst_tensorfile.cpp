@@ -661,6 +661,21 @@ void checkReadF32(const ReadF32Case& c) {
   for (std::size_t k = 0; k < want.size(); ++k)  // bit patterns: NaNs compare too
     if (std::bit_cast<uint32_t>(got[k]) != std::bit_cast<uint32_t>(want[k])) FAIL() << "element " << k << " differs";
   EXPECT_THROW(f->read_f32(i + 1, got.data()), qs::IoError);
+  // read_f32_part (analyze_file splits a read between threads): the same values piece by piece, from the
+  // reader's own part read (.safetensors) or the default (whole read, then copy).
+  const std::size_t numel = std::size_t(c.numel);
+  std::vector<float> parts(numel + 1, -7.0f);
+  for (std::size_t p = 0; p < numel;) {
+    const std::size_t n = std::min<std::size_t>(numel - p, p == 0 ? 8 : 65536);
+    f->read_f32_part(i, p, n, parts.data() + p);
+    p += n;
+  }
+  EXPECT_EQ(parts.back(), -7.0f);
+  for (std::size_t k = 0; k < want.size(); ++k)
+    if (std::bit_cast<uint32_t>(parts[k]) != std::bit_cast<uint32_t>(want[k])) FAIL() << "part: element " << k << " differs";
+  EXPECT_THROW(f->read_f32_part(i, 0, numel + 1, parts.data()), qs::IoError);
+  if (numel > 8) EXPECT_THROW(f->read_f32_part(i, 4, 1, parts.data()), qs::IoError);  // not on a multiple of 8
+  EXPECT_THROW(f->read_f32_part(i + 1, 0, 0, parts.data()), qs::IoError);
 }
 
 }  // namespace
@@ -1264,7 +1279,9 @@ TEST(TensorFile, ReadIndexOutOfRange) {
 // IoError when the tensor is read; the memory map it replaced raised SIGBUS and killed the process.
 namespace {
 
-void checkTruncatedAfterOpen(const std::string& fileName, const std::string& bytes, bool viaReadF32) {
+enum class ReadVia { Read, ReadF32, ReadF32Part };
+
+void checkTruncatedAfterOpen(const std::string& fileName, const std::string& bytes, ReadVia via) {
   if (fileName.ends_with(".safetensors") && !haveSafetensors()) GTEST_SKIP() << "built without nlohmann-json";
   qs_test::TempDir dir;
   const std::string path = writeFile(dir, fileName, bytes);
@@ -1274,8 +1291,10 @@ void checkTruncatedAfterOpen(const std::string& fileName, const std::string& byt
   std::string msg;
   try {
     std::vector<float> x(f->tensors()[0].numel());
-    if (viaReadF32)
+    if (via == ReadVia::ReadF32)
       f->read_f32(0, x.data());
+    else if (via == ReadVia::ReadF32Part)  // the second half: past the new end
+      f->read_f32_part(0, x.size() / 2, x.size() - x.size() / 2, x.data());
     else
       f->read(0);
   } catch (const qs::IoError& e) {
@@ -1293,24 +1312,26 @@ void checkTruncatedAfterOpen(const std::string& fileName, const std::string& byt
 TEST(TensorFile, TruncatedAfterOpen) {
   struct Case {
     std::string name, fileName, bytes;
-    bool viaReadF32;
+    ReadVia via;
   };
   const std::string payload = patternBytes(1 << 20, 31);  // 1 MiB of float32, cut in the middle
   const std::string st = safetensorsImage({{"w", "F32", {1 << 18}, payload}});
   std::vector<Case> cases = {
-      {"safetensors read", "w.safetensors", st, false},
-      {"safetensors read_f32", "w.safetensors", st, true},
-      {"npy read", "w.npy", npyBytes(qs::DType::F32, {1 << 18}, payload), false},
-      {"npy read_f32 (float16)", "w.npy", npyBytes(qs::DType::F16, {1 << 19}, payload), true},
+      {"safetensors read", "w.safetensors", st, ReadVia::Read},
+      {"safetensors read_f32", "w.safetensors", st, ReadVia::ReadF32},
+      {"safetensors read_f32_part", "w.safetensors", st, ReadVia::ReadF32Part},
+      {"npy read", "w.npy", npyBytes(qs::DType::F32, {1 << 18}, payload), ReadVia::Read},
+      {"npy read_f32 (float16)", "w.npy", npyBytes(qs::DType::F16, {1 << 19}, payload), ReadVia::ReadF32},
+      {"npy read_f32_part (float16)", "w.npy", npyBytes(qs::DType::F16, {1 << 19}, payload), ReadVia::ReadF32Part},
   };
 #ifdef QS_TEST_HAVE_ZIP
   const std::string npy = npyBytes(qs::DType::F32, {1 << 18}, payload);
-  cases.push_back({"npz stored", "w.npz", zipImage({{"w.npy", npy, false}}), false});
-  cases.push_back({"npz deflated", "w.npz", zipImage({{"w.npy", npy, true}}), false});
+  cases.push_back({"npz stored", "w.npz", zipImage({{"w.npy", npy, false}}), ReadVia::Read});
+  cases.push_back({"npz deflated", "w.npz", zipImage({{"w.npy", npy, true}}), ReadVia::Read});
 #endif
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    checkTruncatedAfterOpen(c.fileName, c.bytes, c.viaReadF32);
+    checkTruncatedAfterOpen(c.fileName, c.bytes, c.via);
   }
 }
 
@@ -1401,12 +1422,19 @@ TEST(TensorFile, ShardedIndexReadsAsOneModel) {
     qs::convert_to_f32(t.dtype, reinterpret_cast<const uint8_t*>(all[i].data.data()), t.numel(), want.data());
     f->read_f32(i, got.data());
     EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0);
+    // In parts (analyze_file with 2+ threads): through the shard's own part read.
+    ASSERT_TRUE(f->reads_f32_in_parts());
+    std::vector<float> parts(t.numel(), -7.0f);
+    for (std::size_t p = 0; p < parts.size(); p += 8)
+      f->read_f32_part(i, p, std::min<std::size_t>(8, parts.size() - p), parts.data() + p);
+    EXPECT_EQ(std::memcmp(want.data(), parts.data(), want.size() * 4), 0);
   }
   // The bytes of a read outlive the model and its open shards.
   qs::TensorBytes kept = f->read(2);
   f.reset();
   EXPECT_EQ(bytesOf(kept), all[2].data);
   EXPECT_THROW(qs::open_sharded_model(index)->read(6), qs::IoError);
+  EXPECT_THROW(qs::open_sharded_model(index)->read_f32_part(6, 0, 0, nullptr), qs::IoError);
 }
 
 // The folder forms: with an index (the index decides; another .safetensors beside it is named as not
