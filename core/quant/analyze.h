@@ -1,8 +1,9 @@
 // Whole-file analysis: every float tensor of a TensorFile x every scheme -> error metrics, one tensor
 // in memory at a time (float32 copy + quantized copy + the reader's view: about 3x the largest tensor);
-// with threads >= 2 a (sharded) .safetensors or .npy tensor is read in pieces by the analysing threads
-// (TensorFile::read_f32_part, nothing extra held), and other files read the next tensor meanwhile when its
-// float32 copy is at most 64 MiB.
+// with threads >= 2 the next tensor is read meanwhile on a thread of its own when its float32 copy is at most
+// 64 MiB, except where no core is spare for that thread (threads >= the machine's cores): there a (sharded)
+// .safetensors or .npy tensor is read in pieces by the analysing threads (TensorFile::read_f32_part, nothing
+// extra held).
 // Used by `quantscope-cli analyze`, `bench analyze` and the explorer window. Exercise: tests/core/tst_analyze.cpp.
 #pragma once
 
