@@ -399,10 +399,9 @@ void BlockScaleSearch::QS_SEARCH_BLOCKS(const float* x, std::size_t n, std::size
     const vfb zero = {};
     const vfb maxv = zero + grid.max_finite, csub = zero + grid.csub, one = zero + 1.0f;
     const vib expmask = vib{} + 0x7f800000, cadd = vib{} + int32_t(grid.cadd);
-    // grid_dist2_f32's term, and the same without the clamp at max_finite where no t exceeds it.
-    auto dist2 = [&](vfb a, vfb r, vfb acc) __attribute__((always_inline)) {
-      const vfb t = a * r;
-      const vfb tc = t < maxv ? t : maxv;
+    // grid_dist2_f32's term: t = a r and its grid point from tc (t clamped at max_finite; where no t exceeds it,
+    // dist2_in passes t itself and saves the clamp).
+    auto term = [&](vfb t, vfb tc, vfb acc) __attribute__((always_inline)) {
       vib cb;
       std::memcpy(&cb, &tc, sizeof cb);
       cb = (cb & expmask) + cadd;
@@ -412,16 +411,13 @@ void BlockScaleSearch::QS_SEARCH_BLOCKS(const float* x, std::size_t n, std::size
       const vfb d = t - ((tc + c) - c);
       return mul_add(d, d, acc);
     };
+    auto dist2 = [&](vfb a, vfb r, vfb acc) __attribute__((always_inline)) {
+      const vfb t = a * r;
+      return term(t, t < maxv ? t : maxv, acc);
+    };
     auto dist2_in = [&](vfb a, vfb r, vfb acc) __attribute__((always_inline)) {
       const vfb t = a * r;
-      vib cb;
-      std::memcpy(&cb, &t, sizeof cb);
-      cb = (cb & expmask) + cadd;
-      vfb c;
-      std::memcpy(&c, &cb, sizeof c);
-      c = c > csub ? c : csub;
-      const vfb d = t - ((t + c) - c);
-      return mul_add(d, d, acc);
+      return term(t, t, acc);
     };
     const double dn = double(n);
     const double up = 1.0 + (dn + 8) * 0x1p-22;
