@@ -95,11 +95,7 @@ class SafetensorsFile final : public TensorFile {
 
   bool reads_f32_in_parts() const override { return true; }
   void read_f32_part(std::size_t index, std::size_t begin, std::size_t count, float* out) const override {
-    if (index >= offsets_.size()) read(index);  // throws "no tensor #..."
-    const TensorInfo& t = tensors_[index];
-    if (begin % 8 != 0 || begin > t.numel() || count > t.numel() - begin)
-      throw IoError(path_ + ": " + t.name + ": elements [" + std::to_string(begin) + ", +" + std::to_string(count) +
-                    ") are not a part of the tensor");
+    const TensorInfo& t = check_part(index, begin, count);
     file_->read_f32(data_start_ + offsets_[index] + dtype_nbytes(t.dtype, begin), t.dtype, count, out);
   }
 

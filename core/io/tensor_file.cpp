@@ -184,14 +184,19 @@ void TensorFile::read_f32(std::size_t index, float* out) const {
   convert_to_f32(tensors_.at(index).dtype, b.data, tensors_[index].numel(), out);
 }
 
-void TensorFile::read_f32_part(std::size_t index, std::size_t begin, std::size_t count, float* out) const {
+const TensorInfo& TensorFile::check_part(std::size_t index, std::size_t begin, std::size_t count) const {
   if (index >= tensors_.size())
     throw IoError(path_ + ": no tensor #" + std::to_string(index) + " (the file has " + std::to_string(tensors_.size()) + ")");
-  const std::size_t n = tensors_[index].numel();
+  const TensorInfo& t = tensors_[index];
+  const std::size_t n = t.numel();
   if (begin % 8 != 0 || begin > n || count > n - begin)
-    throw IoError(path_ + ": " + tensors_[index].name + ": elements [" + std::to_string(begin) + ", +" +
-                  std::to_string(count) + ") are not a part of the tensor");
-  std::vector<float> all(n);
+    throw IoError(path_ + ": " + t.name + ": elements [" + std::to_string(begin) + ", +" + std::to_string(count) +
+                  ") are not a part of the tensor");
+  return t;
+}
+
+void TensorFile::read_f32_part(std::size_t index, std::size_t begin, std::size_t count, float* out) const {
+  std::vector<float> all(check_part(index, begin, count).numel());
   read_f32(index, all.data());
   std::copy_n(all.begin() + std::ptrdiff_t(begin), count, out);
 }

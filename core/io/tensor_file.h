@@ -87,6 +87,9 @@ class TensorFile {
   virtual std::vector<DequantizeLinearInfo> dequantize_nodes() const { return {}; }
 
  protected:
+  // read_f32_part's argument check, shared by every reader: tensor `index` exists and [begin, begin + count)
+  // lies inside it with begin a multiple of 8; else IoError. Returns the tensor.
+  const TensorInfo& check_part(std::size_t index, std::size_t begin, std::size_t count) const;
   std::string path_, kind_;
   std::vector<TensorInfo> tensors_;
   std::vector<std::string> skipped_;

@@ -123,7 +123,7 @@ AnalyzeSummary analyze_file(const TensorFile& file, const std::vector<Scheme>& s
   }
   const bool in_parts = nt >= 2 && !spare_core && file.reads_f32_in_parts();
   std::unique_ptr<ReadAhead> ahead;
-  if (resolve_threads(threads) >= 2 && !in_parts) ahead = std::make_unique<ReadAhead>(file);
+  if (nt >= 2 && !in_parts) ahead = std::make_unique<ReadAhead>(file);
   std::size_t ahead_index = ts.size();  // the tensor being read ahead into `next` (none: ts.size())
   for (std::size_t i = 0; i < ts.size(); ++i) {
     if (progress && !progress(i, ts.size())) {
