@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -54,6 +56,14 @@ int run(const uint8_t* data, size_t size, const char* file_name, Open open) {
       float out[64];
       const std::size_t n = t.numel() < 64 ? t.numel() : 64;
       qs::convert_to_f32(t.dtype, b.data, n, out);
+      // Readers that read a tensor in parts (analyze_file's threads do): the parts must be the whole read.
+      if (file->reads_f32_in_parts() && t.numel() <= 4096) {
+        std::vector<float> whole(t.numel()), parts(t.numel());
+        file->read_f32(i, whole.data());
+        for (std::size_t p = 0; p < t.numel(); p += 24)
+          file->read_f32_part(i, p, t.numel() - p < 24 ? t.numel() - p : 24, parts.data() + p);
+        if (t.numel() && std::memcmp(whole.data(), parts.data(), t.numel() * sizeof(float)) != 0) std::abort();
+      }
     }
   } catch (const qs::IoError&) {
   }
