@@ -6,6 +6,8 @@
 // scalar code's branches as lane selects (a lane's result never depends on another lane's). Two shortcuts
 // with the same results: a step's codes are rounded in float where every lane's product is small (see
 // codes()), and the winning step's codes are recomputed once at the end instead of being kept per step.
+#include <immintrin.h>
+
 #include <cstring>
 #include <type_traits>
 
@@ -33,6 +35,24 @@ inline vi clamp(vi l, int hi) {
   return l > hi ? z + hi : l;
 }
 inline vf to_float(vi l) { return __builtin_convertvector(l, vf); }
+// One instruction each, with the selects' exact semantics: max_first(a, b) = a > b ? a : b and
+// min_first(a, b) = a < b ? a : b (vmaxps / vminps return the second operand on NaN and on equal zeros), and
+// round_even(f) = f rounded to the nearest integer, ties to even (vroundps / vrndscaleps, mode 0).
+#if QS_LANES == 8
+inline vf max_first(vf a, vf b) { return (vf)_mm256_max_ps((__m256)a, (__m256)b); }
+inline vf min_first(vf a, vf b) { return (vf)_mm256_min_ps((__m256)a, (__m256)b); }
+inline vf round_even(vf f) { return (vf)_mm256_round_ps((__m256)f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+#elif QS_LANES == 16
+// GCC 12 warns of _mm512_undefined_ps's self-initialisation inside these intrinsics (a false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+inline vf max_first(vf a, vf b) { return (vf)_mm512_max_ps((__m512)a, (__m512)b); }
+inline vf min_first(vf a, vf b) { return (vf)_mm512_min_ps((__m512)a, (__m512)b); }
+inline vf round_even(vf f) {
+  return (vf)_mm512_roundscale_ps((__m512)f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+#else
+#error "QS_LANES must be 8 or 16"
+#endif
 
 // H * NL sub-blocks of 32 at x; register h, lane k holds sub-block h * NL + k.
 void run(const float* x, int nmax, float rmin, int nstep, float* scales_out, float* mins_out, uint8_t* L_out) {
@@ -99,17 +119,19 @@ void run(const float* x, int nmax, float rmin, int nstep, float* scales_out, flo
       const vi in = (a > -0x1p21f) & (a < 0x1p21f) & (b > -0x1p21f) & (b < 0x1p21f);
       for (int k = 0; k < NL; ++k) small &= in[k] != 0;
     }
-    // The codes as floats. For |f| < 2^21, (f + 1.5 * 2^23) - 1.5 * 2^23 is nearest_int(f) exactly (both round
-    // f + 1.5 * 2^23 to an integer of [2^23, 2^24)), and the clamp in float is the clamp: 4 operations
-    // instead of 6.
+    // The codes as floats. For |f| < 2^21, nearest_int(f) is f rounded to the nearest integer, ties to even
+    // (it rounds f + 1.5 * 2^23 to an integer of [2^23, 2^24)), and the clamp in float is the clamp: 3
+    // instructions instead of 6. round_even gives -0 where f is in (-0.5, -0], where nearest_int gives 0:
+    // the same results, since w * -0 and -0 * x are zeros, and adding a zero to a sum that starts at +0
+    // leaves it as it is (a sum never becomes -0); in the error pass this_scale * -0 + this_min is this_min
+    // (+0 where this_min is +-0 and the product is +-0, as with +0).
+    const vf top = zero + float(nmax);
     auto codes = [&](auto is_small) __attribute__((always_inline)) {
       for (int i = 0; i < n; ++i)
         for (int h = 0; h < H; ++h) {
           const vf f = iscale[h] * (xv[i][h] - min[h]);
           if constexpr (decltype(is_small)::value) {
-            vf r = (f + 12582912.f) - 12582912.f;
-            r = r < zero ? zero : r;
-            lf[i][h] = r > float(nmax) ? zero + float(nmax) : r;
+            lf[i][h] = min_first(top, max_first(zero, round_even(f)));
           } else {
             lf[i][h] = to_float(clamp(nearest_int(f), nmax));
           }

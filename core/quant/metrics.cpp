@@ -81,7 +81,11 @@ void accumulate_metrics(ErrorMetrics& m, const float* x, const float* q, std::si
 
 void accumulate_metrics(ErrorMetrics& m, const float* x, const float* q, std::size_t n, float scale, double clip_lo,
                         double clip_hi) {
-  const ErrorSums s = error_sums_f32(x, q, n, clip_lo, clip_hi);
+  add_error_sums(m, error_sums_f32(x, q, n, clip_lo, clip_hi));
+  if (m.histograms) histogram_pass(m, x, q, n, scale);
+}
+
+void add_error_sums(ErrorMetrics& m, const ErrorSums& s) {
   m.count += s.count;
   m.sum_x2 += s.sx2;
   m.sum_e2 += s.se2;
@@ -90,7 +94,6 @@ void accumulate_metrics(ErrorMetrics& m, const float* x, const float* q, std::si
   m.sum_clip2 += s.sc2;
   m.sum_round2 += s.sr2;
   m.clipped += s.clipped;
-  if (m.histograms) histogram_pass(m, x, q, n, scale);
 }
 
 void accumulate_histograms(ErrorMetrics& m, const float* x, const float* q, std::size_t n, float scale) {

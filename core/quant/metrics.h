@@ -50,6 +50,9 @@ void accumulate_metrics(ErrorMetrics& m, const float* x, const float* q, std::si
 // Only the log2 histograms of accumulate_metrics (nothing when m.histograms is off): for callers that take
 // the sums of a run of groups in one call (error_sums_groups_f32, quant/reduce_simd.h).
 void accumulate_histograms(ErrorMetrics& m, const float* x, const float* q, std::size_t n, float scale);
+// Adds such a call's sums (quant/reduce_simd.h) to m's.
+struct ErrorSums;
+void add_error_sums(ErrorMetrics& m, const ErrorSums& s);
 
 // "kind,bin_lo,bin_hi,count" rows (kind = abs_error | rel_error | binade), non-empty bins only,
 // each line prefixed by `prefix` (e.g. "file,tensor,scheme,").

@@ -38,6 +38,17 @@ ErrorSums error_sums_groups_f32(const float* x, const float* q, std::size_t n, s
   }
 }
 
+ErrorSums error_sums_ranges_f32(const float* x, const float* q, std::size_t n, std::size_t group, const double* lo,
+                                const double* hi, SimdLevel level) {
+  switch (level) {
+#if defined(QS_HAVE_X86_SIMD)
+    case SimdLevel::Avx512: return detail::error_sums_ranges_f32_avx512(x, q, n, group, lo, hi);
+    case SimdLevel::Avx2: return detail::error_sums_ranges_f32_avx2(x, q, n, group, lo, hi);
+#endif
+    default: return detail::error_sums_ranges_f32_generic(x, q, n, group, lo, hi);
+  }
+}
+
 namespace {
 bool derive_grid_dist_params(const Format& f, GridDistParams& g) {
   if (f.kind != FormatKind::Float || !f.is_signed || f.no_zero || f.mbits < 0 || f.mbits > 22) return false;

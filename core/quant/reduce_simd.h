@@ -29,6 +29,9 @@ ErrorSums error_sums_f32(const float* x, const float* q, std::size_t n, double c
 // another order than per-group calls would (fixed for a level).
 ErrorSums error_sums_groups_f32(const float* x, const float* q, std::size_t n, std::size_t group, const double* bound,
                                 SimdLevel level = best_simd_level());
+// The same with group g clipped at [lo[g], hi[g]] (ggml's blocks: the interval their codes cover).
+ErrorSums error_sums_ranges_f32(const float* x, const float* q, std::size_t n, std::size_t group, const double* lo,
+                                const double* hi, SimdLevel level = best_simd_level());
 
 // Squared distances to a format's grid, for search_block_scale's bounds (quant/scheme.cpp, where the argument
 // is). The element format's nonnegative values must be the plain minifloat grid G with subnormals: 0, then in
@@ -86,6 +89,9 @@ ErrorSums error_sums_f32_avx512(const float* x, const float* q, std::size_t n, d
 ErrorSums error_sums_groups_f32_generic(const float* x, const float* q, std::size_t n, std::size_t group, const double* bound);
 ErrorSums error_sums_groups_f32_avx2(const float* x, const float* q, std::size_t n, std::size_t group, const double* bound);
 ErrorSums error_sums_groups_f32_avx512(const float* x, const float* q, std::size_t n, std::size_t group, const double* bound);
+ErrorSums error_sums_ranges_f32_generic(const float* x, const float* q, std::size_t n, std::size_t group, const double* lo, const double* hi);
+ErrorSums error_sums_ranges_f32_avx2(const float* x, const float* q, std::size_t n, std::size_t group, const double* lo, const double* hi);
+ErrorSums error_sums_ranges_f32_avx512(const float* x, const float* q, std::size_t n, std::size_t group, const double* lo, const double* hi);
 }  // namespace detail
 
 }  // namespace qs

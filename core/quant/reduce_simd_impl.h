@@ -159,21 +159,35 @@ ErrorSums QS_CAT(sums_core_, QS_SUFFIX)(const float* x, const float* q, std::siz
   const vd big = zero + double(FLT_MAX);
   const vl absmask = vl{} + 0x7fffffffffffffffLL;
   vd hi = zero, lo = zero;
-  vi safe_v = {};
-  // |x| <= safe (as float bits) means finite and inside [lo, hi]: safe is the largest float not above
-  // min(-lo, hi) (-1: none, when the interval does not hold 0).
+  vf lo_fv = {}, hi_fv = {};
+  // lo_f <= x <= hi_f (as floats) means finite and inside [lo, hi]: lo_f is the least float >= lo and hi_f the
+  // largest <= hi, kept within [-FLT_MAX, FLT_MAX] (so inf fails), or NaN (nothing passes) for a NaN bound.
+  // For [-b, b] this is |x| <= the largest float <= b.
   auto set_group = [&](std::size_t g) {
     const auto [glo, ghi] = bounds_of(g);
     lo = zero + glo;
     hi = zero + ghi;
-    int32_t safe = -1;
-    const double m = std::min(-glo, ghi);
-    if (m >= 0) {
-      const float f = m >= double(FLT_MAX) ? FLT_MAX : static_cast<float>(m);
-      std::memcpy(&safe, &f, sizeof safe);
-      if (double(f) > m) safe -= 1;  // f > m >= 0: the float below f (f is positive)
+    float lo_f = NAN, hi_f = NAN;
+    if (glo != glo) {
+    } else if (glo < -double(FLT_MAX)) {
+      lo_f = -FLT_MAX;
+    } else if (glo > double(FLT_MAX)) {
+      lo_f = INFINITY;
+    } else {
+      lo_f = static_cast<float>(glo);
+      if (double(lo_f) < glo) lo_f = std::nextafter(lo_f, INFINITY);
     }
-    safe_v = vi{} + safe;
+    if (ghi != ghi) {
+    } else if (ghi > double(FLT_MAX)) {
+      hi_f = FLT_MAX;
+    } else if (ghi < -double(FLT_MAX)) {
+      hi_f = -INFINITY;
+    } else {
+      hi_f = static_cast<float>(ghi);
+      if (double(hi_f) > ghi) hi_f = std::nextafter(hi_f, -INFINITY);
+    }
+    lo_fv = vf{} + lo_f;
+    hi_fv = vf{} + hi_f;
   };
   uint64_t fast_count = 0;
   auto full = [&](Acc& a, vd xd, vd qd) __attribute__((always_inline)) {
@@ -212,9 +226,7 @@ ErrorSums QS_CAT(sums_core_, QS_SUFFIX)(const float* x, const float* q, std::siz
     vf xf, qf;
     std::memcpy(&xf, x + i, sizeof xf);
     std::memcpy(&qf, q + i, sizeof qf);
-    vi xb;
-    std::memcpy(&xb, &xf, sizeof xb);
-    const vi out = (xb & 0x7fffffff) > safe_v;
+    const vi out = ~((xf >= lo_fv) & (xf <= hi_fv));
     vhf x0, x1, q0, q1;
     std::memcpy(&x0, &xf, sizeof x0);
     std::memcpy(&x1, reinterpret_cast<const char*>(&xf) + sizeof x0, sizeof x1);
@@ -276,11 +288,14 @@ ErrorSums QS_CAT(error_sums_f32_, QS_SUFFIX)(const float* x, const float* q, std
                                        [&](std::size_t) { return std::pair<double, double>{clip_lo, clip_hi}; });
 }
 
-ErrorSums QS_CAT(error_sums_groups_f32_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, std::size_t group,
-                                                    const double* bound) {
-  auto bounds_of = [&](std::size_t g) { return std::pair<double, double>{-bound[g], bound[g]}; };
+namespace {
+// Groups of `group` elements, group g clipped at bounds_of(g): one core call where no vector step straddles
+// two groups, else one call per group, added in order.
+template <class Bounds>
+ErrorSums QS_CAT(group_sums_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, std::size_t group,
+                                         Bounds bounds_of) {
   if (group % NF == 0 || group >= n) return QS_CAT(sums_core_, QS_SUFFIX)(x, q, n, group ? group : 1, bounds_of);
-  ErrorSums t;  // groups that a vector step would straddle: one call per group, added in order
+  ErrorSums t;
   for (std::size_t b = 0, g = 0; b < n; b += group, ++g) {
     const ErrorSums s = QS_CAT(sums_core_, QS_SUFFIX)(x + b, q + b, std::min(group, n - b), group,
                                                       [&](std::size_t) { return bounds_of(g); });
@@ -289,6 +304,19 @@ ErrorSums QS_CAT(error_sums_groups_f32_, QS_SUFFIX)(const float* x, const float*
     t.count += s.count, t.clipped += s.clipped;
   }
   return t;
+}
+}  // namespace
+
+ErrorSums QS_CAT(error_sums_groups_f32_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, std::size_t group,
+                                                    const double* bound) {
+  return QS_CAT(group_sums_, QS_SUFFIX)(
+      x, q, n, group, [&](std::size_t g) { return std::pair<double, double>{-bound[g], bound[g]}; });
+}
+
+ErrorSums QS_CAT(error_sums_ranges_f32_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, std::size_t group,
+                                                    const double* lo, const double* hi) {
+  return QS_CAT(group_sums_, QS_SUFFIX)(x, q, n, group,
+                                        [&](std::size_t g) { return std::pair<double, double>{lo[g], hi[g]}; });
 }
 
 }  // namespace qs::detail

@@ -460,14 +460,16 @@ SchemeOutput apply_ggml(const Scheme& s, const float* x, const std::vector<int64
       for (std::size_t k = 0; k < subs_per_row; ++k) float_interval(lo[k], hi[k], lo_f[k], hi_f[k]);
       const RowCounts rc = ggml_row_counts_f32(xr, yr, L, sub, lo_f.data(), hi_f.data());
       st.nan += rc.nan, st.overflow += rc.inf + rc.outside, st.underflow += rc.underflow;
+      // The row's error sums in one call (its sub-blocks clipped at their intervals), the histograms per
+      // sub-block.
+      if (metrics) add_error_sums(local, error_sums_ranges_f32(xr, yr, L, sub, lo.data(), hi.data()));
       for (std::size_t k = 0; k < subs_per_row; ++k) {
-        const float* xs = xr + k * sub;
-        float* ys = yr + k * sub;
-        // The sub-block's step |d| is its scale (the binade histogram's |x / s|): half the clip interval's
-        // width over the code count would be the same; the step is what the block stores.
-        const double width = hi[k] - lo[k];
-        const float step = float(width / (ggml::sub_block_code_count(type)));
-        if (metrics) accumulate_metrics(local, xs, ys, sub, step > 0 ? step : 1.0f, lo[k], hi[k]);
+        if (local.histograms) {
+          // The sub-block's step |d| is its scale (the binade histogram's |x / s|): half the clip interval's
+          // width over the code count would be the same; the step is what the block stores.
+          const float step = float((hi[k] - lo[k]) / (ggml::sub_block_code_count(type)));
+          accumulate_histograms(local, xr + k * sub, yr + k * sub, sub, step > 0 ? step : 1.0f);
+        }
         if (clip) {
           clip->lo[r * subs_per_row + k] = lo[k];
           clip->hi[r * subs_per_row + k] = hi[k];
@@ -713,15 +715,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
           for (std::size_t k = 0; k < count; ++k)
             accumulate_histograms(local, x + off0 + k * bl, y + off0 + k * bl, bl,
                                   scale_is_usable(scales[k]) ? scales[k] : 1.0f);
-        const ErrorSums e = error_sums_groups_f32(x + off0, y + off0, count * bl, bl, bounds.data());
-        local.count += e.count;
-        local.sum_x2 += e.sx2;
-        local.sum_e2 += e.se2;
-        local.sum_abs_e += e.sae;
-        local.max_abs_e = std::max(local.max_abs_e, e.mae);
-        local.sum_clip2 += e.sc2;
-        local.sum_round2 += e.sr2;
-        local.clipped += e.clipped;
+        add_error_sums(local, error_sums_groups_f32(x + off0, y + off0, count * bl, bl, bounds.data()));
       }
       merge(sums, rb, st, local, all, groups);
       return;
@@ -750,15 +744,7 @@ SchemeOutput apply_scheme(const Scheme& s, const float* x, const std::vector<int
       }
       if (batch && (!whole || r + 1 == re)) {
         const std::size_t first = whole ? rb : r;
-        const ErrorSums e = error_sums_groups_f32(x + first * L, y + first * L, (r + 1 - first) * L, bl, bounds.data());
-        local.count += e.count;
-        local.sum_x2 += e.sx2;
-        local.sum_e2 += e.se2;
-        local.sum_abs_e += e.sae;
-        local.max_abs_e = std::max(local.max_abs_e, e.mae);
-        local.sum_clip2 += e.sc2;
-        local.sum_round2 += e.sr2;
-        local.clipped += e.clipped;
+        add_error_sums(local, error_sums_groups_f32(x + first * L, y + first * L, (r + 1 - first) * L, bl, bounds.data()));
       }
     }
     merge(sums, rb, st, local, all, groups);

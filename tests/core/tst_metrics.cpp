@@ -541,6 +541,81 @@ TEST(Metrics, ErrorSumsLevels) {
       }
 }
 
+// error_sums_ranges_f32 (a run of groups, group g clipped at [lo[g], hi[g]]: apply_scheme's ggml rows) and
+// error_sums_groups_f32 ([-b[g], b[g]]) at every level against long double sums: groups of 16, 32 and 24 (a
+// vector step straddles groups of 24 at AVX-512: the per-group fallback), intervals asymmetric (most elements
+// on one side pass the smaller side's magnitude: the fast steps' test must use both ends), with ends between
+// two floats, on a float, not holding 0, huge, infinite and NaN; NaN and inf among the x.
+TEST(Metrics, ErrorSumsRangesLevels) {
+  Rng g{kDataSeed + 92};
+  for (std::size_t group : {16u, 32u, 24u})
+    for (int specials : {0, 1}) {
+      const std::size_t groups = 150, n = groups * group;
+      std::vector<float> x(n), q(n);
+      std::vector<double> lo(groups), hi(groups), b(groups), nlo(groups);
+      for (std::size_t k = 0; k < groups; ++k) {
+        const double c = g.normal(), w = 0.5 + g.unit();
+        switch (k % 10) {
+          case 0: lo[k] = -1e300, hi[k] = double(kInf); break;
+          case 1: lo[k] = 0.25, hi[k] = 3.0; break;               // not holding 0
+          case 2: lo[k] = -3.0, hi[k] = -0.5; break;
+          case 3: lo[k] = std::nan(""), hi[k] = 1.0; break;
+          case 4: lo[k] = -0.1, hi[k] = 1.0 / 3.0; break;         // ends between floats
+          default: lo[k] = c - w * 0.3, hi[k] = c + w; break;     // asymmetric about 0
+        }
+        b[k] = k % 7 == 3 ? std::nan("") : std::fabs(c) * 2 + (k % 5 == 0 ? 1e-7 : 0.0);
+        nlo[k] = -b[k];
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        x[i] = static_cast<float>(g.normal() * 1.5);
+        if (i % group == 3) x[i] = static_cast<float>(1.0 / 3.0);  // on hi's neighbours
+        q[i] = static_cast<float>(std::nearbyint(double(x[i]) * 8) / 8);
+        if (specials && g.next() % 19 == 0) {
+          const float sp[] = {kNaN, kInf, -kInf, 1e30f, -1e-30f};
+          x[i] = sp[g.next() % 5];
+          q[i] = std::isfinite(x[i]) ? 0.0f : x[i];
+        }
+      }
+      for (int kind = 0; kind < 2; ++kind) {  // 0: ranges, 1: symmetric groups
+        const double* L = kind == 0 ? lo.data() : nlo.data();
+        const double* H = kind == 0 ? hi.data() : b.data();
+        long double sx2 = 0, se2 = 0, sae = 0, sc2 = 0, sr2 = 0;
+        double mae = 0;
+        uint64_t count = 0, clipped = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          if (!std::isfinite(x[i])) continue;
+          const std::size_t k = i / group;
+          const long double xi = x[i], qi = q[i], e = xi - qi;
+          // std::clamp's result for a NaN end: x itself (no comparison holds), as the kernels' selects give
+          long double cx = xi;
+          if (xi < (long double)L[k]) cx = L[k];
+          if (xi > (long double)H[k]) cx = H[k];
+          ++count;
+          sx2 += xi * xi;
+          se2 += e * e;
+          sae += std::fabs(e);
+          mae = std::max(mae, double(std::fabs(e)));
+          sc2 += (xi - cx) * (xi - cx);
+          sr2 += (cx - qi) * (cx - qi);
+          clipped += xi != cx;
+        }
+        for (qs::SimdLevel level : qs::available_simd_levels()) {
+          SCOPED_TRACE(std::string(kind == 0 ? "ranges" : "groups") + "/group=" + std::to_string(group) +
+                       (specials ? "/specials/" : "/") + qs::to_string(level));
+          const qs::ErrorSums s = kind == 0 ? qs::error_sums_ranges_f32(x.data(), q.data(), n, group, L, H, level)
+                                            : qs::error_sums_groups_f32(x.data(), q.data(), n, group, H, level);
+          EXPECT_EQ(s.count, count);
+          EXPECT_EQ(s.clipped, clipped);
+          EXPECT_EQ(s.mae, mae);
+          const long double tol = 2.0L * (long double)(n + 1) * kU;
+          for (auto [got, want] : {std::pair{s.sx2, sx2}, std::pair{s.se2, se2}, std::pair{s.sae, sae},
+                                   std::pair{s.sc2, sc2}, std::pair{s.sr2, sr2}})
+            EXPECT_LE(std::fabs((long double)got - want), tol * want) << g17(got) << " vs " << g17(double(want));
+        }
+      }
+    }
+}
+
 // apply_scheme's ggml row checks (ggml_row_counts_f32, finite_copy_f32) at every level against their scalar
 // definition: NaN, +-inf, zero, tiny and huge x and y, and clip intervals whose ends lie between two floats, on
 // a float, at 0, infinite or NaN (float_interval's rounding of each end is what makes the float compares equal
