@@ -111,13 +111,21 @@ void run(const float* x, int nmax, float rmin, int nstep, float* scales_out, flo
     const float num = rmin + rdelta * float(is) + float(nmax);
     vf iscale[H], sum_l[H], sum_l2[H], sum_xl[H], lf[n][H];
     bool small = true;  // every lane's iscale * (x - min) within +-2^21: see below
+    bool low = false, high = false;  // some lane's codes round below 0, above nmax
     for (int h = 0; h < H; ++h) {
       iscale[h] = num / (max[h] - min[h]);  // min: the best candidate's so far, as in ggml
       sum_l[h] = sum_l2[h] = sum_xl[h] = zero;
       // fl(iscale * fl(x - min)) is monotone in x, so its extremes come from xmin and max (NaN fails the test).
       const vf a = iscale[h] * (xmin[h] - min[h]), b = iscale[h] * (max[h] - min[h]);
       const vi in = (a > -0x1p21f) & (a < 0x1p21f) & (b > -0x1p21f) & (b < 0x1p21f);
-      for (int k = 0; k < NL; ++k) small &= in[k] != 0;
+      // Rounded to even, a >= -0.5 gives -0 or more and b < nmax + 0.5 gives nmax or less (nmax + 0.5 rounds
+      // up to the even nmax + 1).
+      const vi lo_out = a < -0.5f, hi_out = b >= float(nmax) + 0.5f;
+      for (int k = 0; k < NL; ++k) {
+        small &= in[k] != 0;
+        low |= lo_out[k] != 0;
+        high |= hi_out[k] != 0;
+      }
     }
     // The codes as floats. For |f| < 2^21, nearest_int(f) is f rounded to the nearest integer, ties to even
     // (it rounds f + 1.5 * 2^23 to an integer of [2^23, 2^24)), and the clamp in float is the clamp: 3
@@ -126,12 +134,16 @@ void run(const float* x, int nmax, float rmin, int nstep, float* scales_out, flo
     // leaves it as it is (a sum never becomes -0); in the error pass this_scale * -0 + this_min is this_min
     // (+0 where this_min is +-0 and the product is +-0, as with +0).
     const vf top = zero + float(nmax);
-    auto codes = [&](auto is_small) __attribute__((always_inline)) {
+    // Where no lane's codes reach below 0 (above nmax), that side's clamp is left out: the same values.
+    auto codes = [&](auto is_small, auto clamp_low, auto clamp_high) __attribute__((always_inline)) {
       for (int i = 0; i < n; ++i)
         for (int h = 0; h < H; ++h) {
           const vf f = iscale[h] * (xv[i][h] - min[h]);
           if constexpr (decltype(is_small)::value) {
-            lf[i][h] = min_first(top, max_first(zero, round_even(f)));
+            vf r = round_even(f);
+            if constexpr (decltype(clamp_low)::value) r = max_first(zero, r);
+            if constexpr (decltype(clamp_high)::value) r = min_first(top, r);
+            lf[i][h] = r;
           } else {
             lf[i][h] = to_float(clamp(nearest_int(f), nmax));
           }
@@ -140,7 +152,13 @@ void run(const float* x, int nmax, float rmin, int nstep, float* scales_out, flo
           sum_xl[h] += w[i][h] * lf[i][h] * xv[i][h];
         }
     };
-    if (small) codes(std::true_type{}); else codes(std::false_type{});
+    using T = std::true_type;
+    using F = std::false_type;
+    if (!small) codes(F{}, T{}, T{});
+    else if (low && high) codes(T{}, T{}, T{});
+    else if (low) codes(T{}, T{}, F{});
+    else if (high) codes(T{}, F{}, T{});
+    else codes(T{}, F{}, F{});
     vf this_scale[H], this_min[H], cur_error[H];
     vi pos[H];
     for (int h = 0; h < H; ++h) {
