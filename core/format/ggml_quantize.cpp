@@ -273,8 +273,10 @@ struct KquantParams {
 };
 constexpr KquantParams kQ4K{15, -1.f, 20}, kQ5K{31, -0.5f, 15};
 
+// A sub-block whose quantized scale is 0 keeps the search's codes: L's, or where steps is given (the vectorized
+// search), those of steps[j].
 void kquant_finish(const float* x, int nmax, const float* scales, const float* mins, uint8_t* y, uint8_t* scales12,
-                   uint8_t* L) {
+                   uint8_t* L, const detail::KquantStep* steps) {
   float max_scale = 0, max_min = 0;
   for (int j = 0; j < QKK / 32; ++j) {
     if (scales[j] > max_scale) max_scale = scales[j];
@@ -304,7 +306,10 @@ void kquant_finish(const float* x, int nmax, const float* scales, const float* m
     uint8_t sc, m;
     get_scale_min_k4(j, scales12, &sc, &m);
     const float d = d0 * sc;
-    if (!d) continue;
+    if (!d) {
+      if (steps) detail::kquant_codes(x + 32 * j, steps[j], nmax, L + 32 * j);
+      continue;
+    }
     const float dm = dmin0 * m;
     for (int ii = 0; ii < 32; ++ii) {
       int l = nearest_int((x[32 * j + ii] + dm) / d);
@@ -354,6 +359,8 @@ void kquant_rows(BlockType t, const float* x, std::size_t nblocks, uint8_t* dst,
   constexpr int kMaxBlocks = 4;  // the widest kernel's super-blocks per call
   float scales[8 * kMaxBlocks], mins[8 * kMaxBlocks];
   uint8_t L[QKK * kMaxBlocks];
+  detail::KquantStep steps[8 * kMaxBlocks];
+  bool vectorized = false;
   std::size_t i = 0;
   while (i < nblocks) {
     std::size_t nb = 1;
@@ -361,10 +368,12 @@ void kquant_rows(BlockType t, const float* x, std::size_t nblocks, uint8_t* dst,
 #if defined(QS_HAVE_X86_SIMD)
     if (level == SimdLevel::Avx512) {
       nb = std::min<std::size_t>(nblocks - i, detail::kKquantBlocksAvx512);
-      detail::kquant_subblocks_avx512(xb, int(nb), k.nmax, k.rmin, k.nstep, scales, mins, L);
+      detail::kquant_subblocks_avx512(xb, int(nb), k.nmax, k.rmin, k.nstep, scales, mins, steps);
+      vectorized = true;
     } else if (level == SimdLevel::Avx2) {
       nb = std::min<std::size_t>(nblocks - i, detail::kKquantBlocksAvx2);
-      detail::kquant_subblocks_avx2(xb, int(nb), k.nmax, k.rmin, k.nstep, scales, mins, L);
+      detail::kquant_subblocks_avx2(xb, int(nb), k.nmax, k.rmin, k.nstep, scales, mins, steps);
+      vectorized = true;
     } else
 #endif
     {
@@ -372,7 +381,8 @@ void kquant_rows(BlockType t, const float* x, std::size_t nblocks, uint8_t* dst,
     }
     for (std::size_t b = 0; b < nb; ++b) {
       uint8_t* y = dst + (i + b) * bytes;
-      kquant_finish(xb + b * QKK, k.nmax, scales + 8 * b, mins + 8 * b, y, y + 4, L + QKK * b);
+      kquant_finish(xb + b * QKK, k.nmax, scales + 8 * b, mins + 8 * b, y, y + 4, L + QKK * b,
+                    vectorized ? steps + 8 * b : nullptr);
       if (t == BlockType::Q4_K)
         q4_k_pack(L + QKK * b, y);
       else
@@ -467,6 +477,11 @@ void kquant_subblocks_ref(const float* x, int nmax, float rmin, int nstep, float
     for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
     scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep, false);
   }
+}
+
+void kquant_codes(const float* x, const KquantStep& s, int nmax, uint8_t* L) {
+  for (int i = 0; i < 32; ++i)
+    L[i] = s.flat ? uint8_t(0) : uint8_t(std::max(0, std::min(nmax, nearest_int(s.iscale * (x[i] - s.min)))));
 }
 
 const std::vector<KquantKernel>& kquant_kernels() {

@@ -17,17 +17,27 @@ namespace qs::ggml::detail {
 // (Q4_K) or 31 / -0.5 / 15 (Q5_K), rdelta 0.1, squared error.
 // The scalar reference (ggml_quantize.cpp): one super-block, its 8 sub-blocks one after the other.
 void kquant_subblocks_ref(const float* x, int nmax, float rmin, int nstep, float* scales, float* mins, uint8_t* L);
+
+// The vectorized kernels give, instead of the codes, the winning step of each sub-block: its codes are
+// kquant_codes' (the same operations on the same floats), which Q4_K / Q5_K need only for a sub-block whose
+// quantized scale is 0 (kquant_finish keeps the search's codes there and chooses all others again).
+struct KquantStep {
+  float iscale = 0, min = 0;
+  uint8_t flat = 0;  // max == min: the scalar code returns codes 0 at once
+};
+// clamp(nearest_int(s.iscale * (x[i] - s.min)), 0, nmax) for i < 32, or 0 where s.flat.
+void kquant_codes(const float* x, const KquantStep& s, int nmax, uint8_t* L);
 constexpr int kKquantBlocksAvx2 = 2, kKquantBlocksAvx512 = 4;
 void kquant_subblocks_avx2(const float* x, int nblocks, int nmax, float rmin, int nstep, float* scales, float* mins,
-                           uint8_t* L);
+                           KquantStep* steps);
 void kquant_subblocks_avx512(const float* x, int nblocks, int nmax, float rmin, int nstep, float* scales, float* mins,
-                             uint8_t* L);
+                             KquantStep* steps);
 
 // The compiled kernels, for the tests: each with its level and width.
 struct KquantKernel {
   SimdLevel level;
   int blocks;  // super-blocks per call, at most
-  void (*run)(const float*, int, int, float, int, float*, float*, uint8_t*);
+  void (*run)(const float*, int, int, float, int, float*, float*, KquantStep*);
 };
 const std::vector<KquantKernel>& kquant_kernels();
 

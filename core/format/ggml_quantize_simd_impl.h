@@ -5,9 +5,11 @@
 // divisions and square root (IEEE, correctly rounded in both), nearest_int by the same bit trick, and the
 // scalar code's branches as lane selects (a lane's result never depends on another lane's). Two shortcuts
 // with the same results: a step's codes are rounded in float where every lane's product is small (see
-// codes()), and the winning step's codes are recomputed once at the end instead of being kept per step.
+// codes()), and the codes are not kept: the winning step's iscale and min are returned (KquantStep), from
+// which kquant_codes computes them where they are needed.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -55,7 +57,8 @@ inline vf round_even(vf f) {
 #endif
 
 // H * NL sub-blocks of 32 at x; register h, lane k holds sub-block h * NL + k.
-void run(const float* x, int nmax, float rmin, int nstep, float* scales_out, float* mins_out, uint8_t* L_out) {
+void run(const float* x, int nmax, float rmin, int nstep, float* scales_out, float* mins_out,
+         qs::ggml::detail::KquantStep* steps_out) {
   constexpr int n = 32;
   const float rdelta = 0.1f;
   const vf zero = {};
@@ -186,9 +189,6 @@ void run(const float* x, int nmax, float rmin, int nstep, float* scales_out, flo
       min[h] = take ? this_min[h] : min[h];
     }
   }
-  vi L[n][H];
-  for (int i = 0; i < n; ++i)
-    for (int h = 0; h < H; ++h) L[i][h] = clamp(nearest_int(L_iscale[h] * (xv[i][h] - L_min[h])), nmax);
   for (int h = 0; h < H; ++h) {
     // The flat sub-blocks (max == min) return at once in the scalar code: codes 0, scale 0, min -min.
     const vf sc = flat[h] ? zero : scale[h];
@@ -197,7 +197,7 @@ void run(const float* x, int nmax, float rmin, int nstep, float* scales_out, flo
       const int j = h * NL + k;
       scales_out[j] = sc[k];
       mins_out[j] = neg_min[k];
-      for (int i = 0; i < n; ++i) L_out[n * j + i] = flat[h][k] ? uint8_t(0) : uint8_t(L[i][h][k]);
+      steps_out[j] = {L_iscale[h][k], L_min[h][k], uint8_t(flat[h][k] ? 1 : 0)};
     }
   }
 }
@@ -209,15 +209,15 @@ namespace qs::ggml::detail {
 // Two registers of sub-blocks per call (2 super-blocks at AVX2, 4 at AVX-512) give each addition's latency chain a twin to
 // overlap with; fewer super-blocks are padded with zeros (the lanes never mix).
 void QS_CAT(kquant_subblocks_, QS_SUFFIX)(const float* x, int nblocks, int nmax, float rmin, int nstep,
-                                          float* scales_out, float* mins_out, uint8_t* L_out) {
-  if (nblocks * 8 == H * NL) return run(x, nmax, rmin, nstep, scales_out, mins_out, L_out);
+                                          float* scales_out, float* mins_out, KquantStep* steps_out) {
+  if (nblocks * 8 == H * NL) return run(x, nmax, rmin, nstep, scales_out, mins_out, steps_out);
   float xp[32 * H * NL] = {}, sp[H * NL], mp[H * NL];
-  uint8_t lp[32 * H * NL];
+  KquantStep tp[H * NL];
   std::memcpy(xp, x, sizeof(float) * 256 * std::size_t(nblocks));
-  run(xp, nmax, rmin, nstep, sp, mp, lp);
+  run(xp, nmax, rmin, nstep, sp, mp, tp);
   std::memcpy(scales_out, sp, sizeof(float) * 8 * std::size_t(nblocks));
   std::memcpy(mins_out, mp, sizeof(float) * 8 * std::size_t(nblocks));
-  std::memcpy(L_out, lp, 256 * std::size_t(nblocks));
+  std::copy(tp, tp + 8 * nblocks, steps_out);
 }
 
 }  // namespace qs::ggml::detail

@@ -382,10 +382,14 @@ TEST(GgmlBlocks, KquantLevelsMatchReference) {
         for (std::size_t b = 0; b + per <= blocks; ++b) {
           float rs[32], rm[32], gs[32], gm[32];
           uint8_t rl[1024], gl[1024];
+          qs::ggml::detail::KquantStep steps[32];
           for (std::size_t q = 0; q < per; ++q)
             qs::ggml::detail::kquant_subblocks_ref(x.data() + 256 * (b + q), nmax, rmin, nstep, rs + 8 * q, rm + 8 * q,
                                                    rl + 256 * q);
-          k.run(x.data() + 256 * b, int(per), nmax, rmin, nstep, gs, gm, gl);
+          k.run(x.data() + 256 * b, int(per), nmax, rmin, nstep, gs, gm, steps);
+          // the codes of each sub-block's winning step
+          for (std::size_t j = 0; j < 8 * per; ++j)
+            qs::ggml::detail::kquant_codes(x.data() + 256 * b + 32 * j, steps[j], nmax, gl + 32 * j);
           for (std::size_t j = 0; j < 8 * per; ++j) {
             ASSERT_EQ(bits(gs[j]), bits(rs[j])) << qs::to_string(k.level) << " trial " << trial << " sub-block " << j;
             ASSERT_EQ(bits(gm[j]), bits(rm[j])) << qs::to_string(k.level) << " trial " << trial << " sub-block " << j;
@@ -404,6 +408,38 @@ TEST(GgmlBlocks, KquantLevelsMatchReference) {
       }
   }
   EXPECT_GE(checked, 240u + (qs::available_simd_levels().size() > 1 ? 200u : 0u));
+}
+
+// A sub-block whose 6-bit scale quantizes to 0 (its scale under 1/126 of the block's largest) keeps the
+// search's codes, which Q4_K writes as they are: the vectorized levels compute them only there
+// (kquant_codes from the winning step). Super-blocks with one loud sub-block and seven quiet ones, not flat and
+// not one-signed; the reference bytes must show such sub-blocks with nonzero codes, or the test tests nothing.
+TEST(GgmlBlocks, KquantZeroScaleSubBlocksKeepSearchCodes) {
+  Rng r = Rng::from_tag("kquant-zero-scale");
+  const std::size_t nsb = 64;
+  std::vector<float> x(256 * nsb);
+  for (std::size_t sb = 0; sb < nsb; ++sb)
+    for (int j = 0; j < 8; ++j) {
+      const double mag = j == int(sb % 8) ? 1000.0 : 0.01 * (1 + j);
+      for (int i = 0; i < 32; ++i) x[256 * sb + 32 * j + i] = float((r.normal() + 0.3) * mag);
+    }
+  std::vector<uint8_t> ref(qs::ggml::quantized_bytes(BlockType::Q4_K, x.size()));
+  qs::ggml::quantize_ref(BlockType::Q4_K, x.data(), x.size(), ref.data(), qs::SimdLevel::Generic);
+  std::size_t kept = 0;  // sub-blocks with scale 0 and codes not all 0
+  for (std::size_t sb = 0; sb < nsb; ++sb) {
+    const uint8_t* b = ref.data() + 144 * sb;
+    const uint8_t* q = b + 4;  // scales[12]
+    for (int j = 0; j < 8; ++j) {
+      const int sc = j < 4 ? (q[j] & 63) : ((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+      bool nonzero = false;
+      for (int i = 0; i < 32; ++i) nonzero |= ((b[16 + 32 * (j / 2) + i] >> (4 * (j % 2))) & 0xF) != 0;
+      kept += sc == 0 && nonzero;
+    }
+  }
+  EXPECT_GE(kept, nsb * 4);
+  for (BlockType t : {BlockType::Q4_K, BlockType::Q5_K})
+    for (qs::SimdLevel level : qs::available_simd_levels())
+      EXPECT_EQ(firstKquantDifference(t, x, level), SIZE_MAX) << qs::ggml::block_info(t).name << " " << qs::to_string(level);
 }
 
 // The same on many plain random super-blocks (normal, Laplace, uniform, one-signed; 4096 of them), where the
