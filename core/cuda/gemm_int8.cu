@@ -205,6 +205,77 @@ __global__ void __launch_bounds__(MmaCfg<BM, BN, WM, WN, STAGES>::kThreads, 1)
 }
 
 // ---------------------------------------------------------------------------------------------------
+// The skinny kernel (sm_80+) for M <= 16: the decode shapes (a few tokens times a weight matrix), whose cost
+// is streaming B from memory once. A block of kSkWarps warps owns 8 output columns and warp w the w-th part
+// of K. Per 64 bytes of K a lane loads 16 bytes of B's row n0 + lane / 4 straight into registers (no shared
+// memory: each byte is used once, so it is read with L1 no-allocate) and 16 bytes of A's rows lane / 4 and
+// lane / 4 + 8 (through L1: every block reads all of A), kSkUnroll slices' loads in flight before the first
+// multiply, and two m16n8k32 mma.sync multiply them. Lane t's 16 bytes hold the mmas' k = 4t .. 4t + 3
+// (bytes 0-3, then 8-11) and k = 16 + 4t .. (bytes 4-7, then 12-15): a permutation of the slice's 64 k, the
+// same for A and B, so the int32 sums are exactly the sums over K. The warps' 16 x 8 partial tiles are added
+// in shared memory and the block's outputs leave through store_one (the shared epilogue: the same bits as
+// every other kernel). Needs K % 16 == 0 and 16-byte aligned rows (then every 16-byte piece is in or out).
+constexpr int kSkWarps = 8, kSkUnroll = 4;
+
+__device__ __forceinline__ int4 ld_stream16(const int8_t* p) {
+  int4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.s32 {%0, %1, %2, %3}, [%4];\n"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+template <int O>
+__global__ void __launch_bounds__(kSkWarps * 32) gemm_int8_skinny_kernel(const int8_t* __restrict__ A,
+                                                                        const int8_t* __restrict__ B, int M, int K,
+                                                                        int N, Epi e) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  __shared__ int32_t part[kSkWarps][16][9];  // 9: the fragment writes spread over the banks
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+  const int n0 = blockIdx.x * 8, n = n0 + g;
+  const int slices = (K + 63) / 64, per = (slices + kSkWarps - 1) / kSkWarps;
+  const int s_begin = warp * per, s_end = min(slices, s_begin + per);
+  const bool b_ok = n < N, a0_ok = g < M, a1_ok = g + 8 < M;
+  const int8_t* brow = B + std::size_t(b_ok ? n : 0) * K + 16 * t;
+  const int8_t* arow0 = A + std::size_t(a0_ok ? g : 0) * K + 16 * t;
+  const int8_t* arow1 = A + std::size_t(a1_ok ? g + 8 : 0) * K + 16 * t;
+  const int4 zero = make_int4(0, 0, 0, 0);
+  int acc[4] = {0, 0, 0, 0};
+  for (int s = s_begin; s < s_end; s += kSkUnroll) {
+    int4 b[kSkUnroll], x0[kSkUnroll], x1[kSkUnroll];
+#pragma unroll
+    for (int u = 0; u < kSkUnroll; ++u) {
+      const int k = (s + u) * 64;  // this lane's piece: k + 16 t
+      const bool in = s + u < s_end && k + 16 * t < K;
+      b[u] = in && b_ok ? ld_stream16(brow + k) : zero;
+      x0[u] = in && a0_ok ? __ldg(reinterpret_cast<const int4*>(arow0 + k)) : zero;
+      x1[u] = in && a1_ok ? __ldg(reinterpret_cast<const int4*>(arow1 + k)) : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < kSkUnroll; ++u) {
+      const uint32_t lo[4] = {uint32_t(x0[u].x), uint32_t(x1[u].x), uint32_t(x0[u].y), uint32_t(x1[u].y)};
+      mma_s8_16832(acc, lo, uint32_t(b[u].x), uint32_t(b[u].y));
+      const uint32_t hi[4] = {uint32_t(x0[u].z), uint32_t(x1[u].z), uint32_t(x0[u].w), uint32_t(x1[u].w)};
+      mma_s8_16832(acc, hi, uint32_t(b[u].z), uint32_t(b[u].w));
+    }
+  }
+  // Accumulator fragment: c0, c1 at (g, 2t), (g, 2t + 1); c2, c3 eight rows lower.
+  part[warp][g][2 * t] = acc[0];
+  part[warp][g][2 * t + 1] = acc[1];
+  part[warp][g + 8][2 * t] = acc[2];
+  part[warp][g + 8][2 * t + 1] = acc[3];
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    const int r = threadIdx.x / 8, c = threadIdx.x % 8;
+    int32_t sum = 0;
+#pragma unroll
+    for (int w = 0; w < kSkWarps; ++w) sum += part[w][r][c];
+    detail::store_one<O>(e, r, n0 + c, sum);
+  }
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------------
 // Launchers (take a stream, check nothing): one per kernel, then gemm_int8_launch picks the kernel.
 template <int O>
 void gemm_int8_dp4a_launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
@@ -246,8 +317,23 @@ void gemm_int8_mma_launch(const int8_t* A, const int8_t* B, int M, int K, int N,
   else gemm_int8_mma_launch_tile<64, 128, 32, 64, 4, O>(A, B, M, K, N, e, s);
 }
 
+// M <= kSkinnyMaxM takes the skinny kernel in place of the tensor-core kernels' tiles (QS_GEMM_SKINNY=0 keeps
+// the tiles: wgmma's split-K, for comparison and for the self-test of that path).
+constexpr int kSkinnyMaxM = 16;
+bool skinny_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("QS_GEMM_SKINNY");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return on;
+}
+
 template <int O>
 void gemm_int8_launch(GemmKernel k, const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
+  if (k != GemmKernel::Dp4a && M <= kSkinnyMaxM && skinny_enabled()) {
+    gemm_int8_skinny_kernel<O><<<unsigned((N + 7) / 8), kSkWarps * 32, 0, s>>>(A, B, M, K, N, e);
+    return;
+  }
   switch (k) {
     case GemmKernel::Wgmma: detail::gemm_int8_wgmma_launch(A, B, M, K, N, e, O, s); break;
     case GemmKernel::Mma: gemm_int8_mma_launch<O>(A, B, M, K, N, e, s); break;

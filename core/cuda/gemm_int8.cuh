@@ -1,6 +1,7 @@
 // CUDA int8 GEMM with int32 accumulation and the fused dequantizing epilogue of gemm/gemm.h: a tiled dp4a
 // kernel (the readable reference path, any shape), an mma.sync m16n8k32 tensor-core kernel (sm_80+) and a
-// wgmma kernel (sm_90a builds on H100/H200). No CUDA types here.
+// wgmma kernel (sm_90a builds on H100/H200); the tensor-core requests run M <= 16 (decode) on a skinny
+// mma.sync kernel that streams B once (QS_GEMM_SKINNY=0: their own tiles). No CUDA types here.
 // Exercise: `quantscope-cli selftest --backend cuda`, `quantscope-cli bench gemm --backend cuda`.
 //
 //   // A: M x K int8 row-major (activations), B: N x K int8 row-major (a linear layer's out x in weight).
