@@ -283,6 +283,11 @@ void gemm_int8_dp4a_launch(const int8_t* A, const int8_t* B, int M, int K, int N
   gemm_int8_dp4a_kernel<O><<<grid, block, 0, s>>>(A, B, M, K, N, e);
 }
 
+template <int O>
+void gemm_int8_skinny_launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
+  gemm_int8_skinny_kernel<O><<<unsigned((N + 7) / 8), kSkWarps * 32, 0, s>>>(A, B, M, K, N, e);
+}
+
 template <int BM, int BN, int WM, int WN, int STAGES, int O>
 void gemm_int8_mma_launch_tile(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
   using C = MmaCfg<BM, BN, WM, WN, STAGES>;
@@ -330,10 +335,7 @@ bool skinny_enabled() {
 
 template <int O>
 void gemm_int8_launch(GemmKernel k, const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
-  if (k != GemmKernel::Dp4a && M <= kSkinnyMaxM && skinny_enabled()) {
-    gemm_int8_skinny_kernel<O><<<unsigned((N + 7) / 8), kSkWarps * 32, 0, s>>>(A, B, M, K, N, e);
-    return;
-  }
+  if (k != GemmKernel::Dp4a && M <= kSkinnyMaxM && skinny_enabled()) return gemm_int8_skinny_launch<O>(A, B, M, K, N, e, s);
   switch (k) {
     case GemmKernel::Wgmma: detail::gemm_int8_wgmma_launch(A, B, M, K, N, e, O, s); break;
     case GemmKernel::Mma: gemm_int8_mma_launch<O>(A, B, M, K, N, e, s); break;
