@@ -41,6 +41,10 @@ struct WgCfg {
 };
 using WgWide = WgCfg<256, 128, 4, 2, 1>;
 using WgTwin = WgCfg<128, 64, 6, 4, 2>;
+// The last partial wave of WgWide tiles, each tile split into 2 or 4 blocks of 128 x 128 / 128 x 64 (the TMA
+// kernel's `sub`): see gemm_int8_wgmma_launch_splits.
+using WgHalf = WgCfg<128, 128, 4, 2, 1>;
+using WgQuarter = WgCfg<64, 128, 4, 2, 1>;
 
 template <int BK>
 __device__ __forceinline__ uint32_t swz(int row, int chunk) {
@@ -124,6 +128,23 @@ __device__ __forceinline__ void wgmma_m64k32(int (&d)[64], uint64_t da, uint64_t
         "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
         "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
+      : "l"(da), "l"(db), "r"(1));
+}
+
+__device__ __forceinline__ void wgmma_m64k32(int (&d)[32], uint64_t da, uint64_t db) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p;\n"
+      "}\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
+        "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
+        "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
+        "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
       : "l"(da), "l"(db), "r"(1));
 }
 
@@ -317,19 +338,21 @@ __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, 256
 #endif
 
 template <typename C, int O>
-__global__ void __launch_bounds__(288, 1)
+__global__ void __launch_bounds__(C::kThreads + 32, C::kMinBlocks)  // two consumer warpgroups and the producer warp
     gemm_int8_wgmma_tma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, int M,
-                               int K, int N, Epi e) {
+                               int K, int N, Epi e, int tile0, int sub) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(C::BK == 128, "the TMA kernel uses 128-byte rows");
   constexpr int BK = C::BK, S = C::kStages;
   extern __shared__ uint8_t smem_raw[];
   const uint32_t sbase = (smem_addr(smem_raw) + (C::kAlign - 1)) & ~uint32_t(C::kAlign - 1);
   const uint32_t full0 = sbase + S * C::kStageBytes, empty0 = full0 + 8 * S;  // mbarriers after the ring
-  const int tiles_m = (M + C::BM - 1) / C::BM, tiles_n = (N + C::BN - 1) / C::BN;
+  // Block b computes part b % sub (C::BN columns) of the tile tile0 + b / sub of C::BN * sub columns.
+  const int tiles_m = (M + C::BM - 1) / C::BM, tiles_n = (N + C::BN * sub - 1) / (C::BN * sub);
   int tm, tn;
-  tile_of(blockIdx.x, tiles_m, tiles_n, 8, tm, tn);
-  const int m0 = tm * C::BM, n0 = tn * C::BN;
+  tile_of(tile0 + int(blockIdx.x) / sub, tiles_m, tiles_n, 8, tm, tn);
+  const int m0 = tm * C::BM, n0 = tn * C::BN * sub + (int(blockIdx.x) % sub) * C::BN;
+  if (n0 >= N) return;  // a part past the last column of a partial tile: nothing to do
   const int KT = (K + BK - 1) / BK;
   if (threadIdx.x == 256) {
     for (int s = 0; s < S; ++s) {
@@ -415,7 +438,8 @@ EncodeTiledFn tensor_map_encoder() {
 }
 
 template <typename C, int O>
-bool gemm_int8_wgmma_tma_launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
+bool gemm_int8_wgmma_tma_launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s,
+                                int tile0 = 0, int blocks = -1, int sub = 1) {
   const EncodeTiledFn encode = tensor_map_encoder();
   if (!encode) return false;
   CUtensorMap ta, tb;
@@ -435,9 +459,29 @@ bool gemm_int8_wgmma_tma_launch(const int8_t* A, const int8_t* B, int M, int K, 
   std::call_once(once, [&] {
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "wgmma TMA kernel attribute");
   });
-  const long tiles = long((M + C::BM - 1) / C::BM) * ((N + C::BN - 1) / C::BN);
-  kernel<<<unsigned(tiles), 288, kSmem, s>>>(ta, tb, M, K, N, e);
+  const long tiles = blocks >= 0 ? blocks : long((M + C::BM - 1) / C::BM) * ((N + C::BN - 1) / C::BN);
+  if (tiles > 0) kernel<<<unsigned(tiles), C::kThreads + 32, kSmem, s>>>(ta, tb, M, K, N, e, tile0, sub);
   return true;
+}
+
+// The TMA kernel over every 128 x 256 tile. Where the tiles leave a last partial wave of r <= SMs / 2 tiles
+// (2048 x 4096 x 11008 on 132 SMs: 688 = 5 x 132 + 28), the full waves run first and those r tiles follow as
+// 2 or 4 blocks of 128 x 128 / 128 x 64 each (a second launch), so the tail takes about a half or a quarter
+// of a tile's time instead of a whole one. QS_WGMMA_TAIL=0 keeps whole tiles (for comparison).
+template <int O>
+bool gemm_int8_wgmma_tma_tiles(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
+  const long tiles = long((M + WgWide::BM - 1) / WgWide::BM) * ((N + WgWide::BN - 1) / WgWide::BN);
+  int sms = 0;
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "device query");
+  const long full = tiles / sms * sms, r = tiles - full;
+  const char* tail = std::getenv("QS_WGMMA_TAIL");  // 0: whole tiles; 2 or 4: parts per tile (tuning)
+  const int force = tail ? std::atoi(tail) : -1;
+  const bool split = force != 0 && full > 0 && r > 0 && 2 * r <= sms;
+  if (!split) return gemm_int8_wgmma_tma_launch<WgWide, O>(A, B, M, K, N, e, s);
+  if (!gemm_int8_wgmma_tma_launch<WgWide, O>(A, B, M, K, N, e, s, 0, int(full), 1)) return false;
+  if (force == 4 || (force != 2 && 4 * r <= sms))
+    return gemm_int8_wgmma_tma_launch<WgQuarter, O>(A, B, M, K, N, e, s, int(full), int(4 * r), 4);
+  return gemm_int8_wgmma_tma_launch<WgHalf, O>(A, B, M, K, N, e, s, int(full), int(2 * r), 2);
 }
 
 // A zeroed int32 workspace per stream (by cudaStreamGetId, unique for the process's life), grown in stream
@@ -489,9 +533,9 @@ void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int 
     if (!(load && std::strcmp(load, "cpasync") == 0)) {
       bool done = false;
       switch (out) {
-        case kOutI32: done = gemm_int8_wgmma_tma_launch<C, kOutI32>(A, B, M, K, N, e, s); break;
-        case kOutF32: done = gemm_int8_wgmma_tma_launch<C, kOutF32>(A, B, M, K, N, e, s); break;
-        default: done = gemm_int8_wgmma_tma_launch<C, kOutF16>(A, B, M, K, N, e, s); break;
+        case kOutI32: done = gemm_int8_wgmma_tma_tiles<kOutI32>(A, B, M, K, N, e, s); break;
+        case kOutF32: done = gemm_int8_wgmma_tma_tiles<kOutF32>(A, B, M, K, N, e, s); break;
+        default: done = gemm_int8_wgmma_tma_tiles<kOutF16>(A, B, M, K, N, e, s); break;
       }
       if (done) return;
     }

@@ -49,6 +49,9 @@ void gemm_cases(const std::function<void(const SelftestCase&)>& report) {
       // The persistent TMA kernel: an odd N (its stores go one by one), and about 4 tiles per block, so the
       // ring's phases carry across tiles (2 K slices each, a K tail).
       {1100, 272, 4099, false, true, false}, {2050, 136, 8190, true, true, false},
+      // The TMA kernel's last partial wave split into parts (132 SMs: 1100 x 4100 above leaves 21 tiles, split in
+      // quarters; 8 x 21 = 168 tiles here leave 36, split in halves; N tails make parts past the last column).
+      {1024, 400, 5371, true, true, false},
       // The skinny kernel (M <= 16): a K tail inside a 64-byte slice and an N tail (80 = 64 + 16, 4099 columns),
       // one row, and K = 4112 (65 slices: the last warp's part shorter than the others').
       {16, 80, 4099, true, true, false},     {1, 4096, 4096, false, true, false},
