@@ -140,7 +140,8 @@ uint32_t QS_CAT(finite_copy_f32_, QS_SUFFIX)(const float* x, float* row, std::si
 namespace {
 // The error sums of groups of `group` consecutive elements, group g clipped at bounds_of(g) = {lo, hi};
 // a vector step never straddles two groups (group % NF == 0, or one group: group >= n).
-template <class BoundsOf>
+// Sym: every group's interval is [-b, b] (the fast steps' test is then one compare of |x|'s bits).
+template <bool Sym, class BoundsOf>
 ErrorSums QS_CAT(sums_core_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, std::size_t group,
                                         const BoundsOf& bounds_of) {
   // Steps of NF floats = two double vectors, each half with its own accumulators (every sum is a chain of
@@ -160,34 +161,47 @@ ErrorSums QS_CAT(sums_core_, QS_SUFFIX)(const float* x, const float* q, std::siz
   const vl absmask = vl{} + 0x7fffffffffffffffLL;
   vd hi = zero, lo = zero;
   vf lo_fv = {}, hi_fv = {};
-  // lo_f <= x <= hi_f (as floats) means finite and inside [lo, hi]: lo_f is the least float >= lo and hi_f the
-  // largest <= hi, kept within [-FLT_MAX, FLT_MAX] (so inf fails), or NaN (nothing passes) for a NaN bound.
-  // For [-b, b] this is |x| <= the largest float <= b.
+  vi safe_v = {};
+  // The fast steps hold only finite x inside [lo, hi]. Sym: |x| <= safe (as float bits), safe the largest float
+  // not above b (-1: none, when the interval does not hold 0). Otherwise lo_f <= x <= hi_f (as floats): lo_f the
+  // least float >= lo and hi_f the largest <= hi, kept within [-FLT_MAX, FLT_MAX] (so inf fails), or NaN
+  // (nothing passes) for a NaN bound.
   auto set_group = [&](std::size_t g) {
     const auto [glo, ghi] = bounds_of(g);
     lo = zero + glo;
     hi = zero + ghi;
-    float lo_f = NAN, hi_f = NAN;
-    if (glo != glo) {
-    } else if (glo < -double(FLT_MAX)) {
-      lo_f = -FLT_MAX;
-    } else if (glo > double(FLT_MAX)) {
-      lo_f = INFINITY;
+    if constexpr (Sym) {
+      int32_t safe = -1;
+      const double m = std::min(-glo, ghi);
+      if (m >= 0) {
+        const float f = m >= double(FLT_MAX) ? FLT_MAX : static_cast<float>(m);
+        std::memcpy(&safe, &f, sizeof safe);
+        if (double(f) > m) safe -= 1;  // f > m >= 0: the float below f (f is positive)
+      }
+      safe_v = vi{} + safe;
     } else {
-      lo_f = static_cast<float>(glo);
-      if (double(lo_f) < glo) lo_f = std::nextafter(lo_f, INFINITY);
+      float lo_f = NAN, hi_f = NAN;
+      if (glo != glo) {
+      } else if (glo < -double(FLT_MAX)) {
+        lo_f = -FLT_MAX;
+      } else if (glo > double(FLT_MAX)) {
+        lo_f = INFINITY;
+      } else {
+        lo_f = static_cast<float>(glo);
+        if (double(lo_f) < glo) lo_f = std::nextafter(lo_f, INFINITY);
+      }
+      if (ghi != ghi) {
+      } else if (ghi > double(FLT_MAX)) {
+        hi_f = FLT_MAX;
+      } else if (ghi < -double(FLT_MAX)) {
+        hi_f = -INFINITY;
+      } else {
+        hi_f = static_cast<float>(ghi);
+        if (double(hi_f) > ghi) hi_f = std::nextafter(hi_f, -INFINITY);
+      }
+      lo_fv = vf{} + lo_f;
+      hi_fv = vf{} + hi_f;
     }
-    if (ghi != ghi) {
-    } else if (ghi > double(FLT_MAX)) {
-      hi_f = FLT_MAX;
-    } else if (ghi < -double(FLT_MAX)) {
-      hi_f = -INFINITY;
-    } else {
-      hi_f = static_cast<float>(ghi);
-      if (double(hi_f) > ghi) hi_f = std::nextafter(hi_f, -INFINITY);
-    }
-    lo_fv = vf{} + lo_f;
-    hi_fv = vf{} + hi_f;
   };
   uint64_t fast_count = 0;
   auto full = [&](Acc& a, vd xd, vd qd) __attribute__((always_inline)) {
@@ -226,7 +240,14 @@ ErrorSums QS_CAT(sums_core_, QS_SUFFIX)(const float* x, const float* q, std::siz
     vf xf, qf;
     std::memcpy(&xf, x + i, sizeof xf);
     std::memcpy(&qf, q + i, sizeof qf);
-    const vi out = ~((xf >= lo_fv) & (xf <= hi_fv));
+    vi out;
+    if constexpr (Sym) {
+      vi xb;
+      std::memcpy(&xb, &xf, sizeof xb);
+      out = (xb & 0x7fffffff) > safe_v;
+    } else {
+      out = ~((xf >= lo_fv) & (xf <= hi_fv));
+    }
     vhf x0, x1, q0, q1;
     std::memcpy(&x0, &xf, sizeof x0);
     std::memcpy(&x1, reinterpret_cast<const char*>(&xf) + sizeof x0, sizeof x1);
@@ -284,21 +305,23 @@ ErrorSums QS_CAT(sums_core_, QS_SUFFIX)(const float* x, const float* q, std::siz
 
 ErrorSums QS_CAT(error_sums_f32_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, double clip_lo,
                                              double clip_hi) {
-  return QS_CAT(sums_core_, QS_SUFFIX)(x, q, n, n ? n : 1,
-                                       [&](std::size_t) { return std::pair<double, double>{clip_lo, clip_hi}; });
+  auto bounds = [&](std::size_t) { return std::pair<double, double>{clip_lo, clip_hi}; };
+  if (clip_lo == -clip_hi) return QS_CAT(sums_core_, QS_SUFFIX)<true>(x, q, n, n ? n : 1, bounds);
+  return QS_CAT(sums_core_, QS_SUFFIX)<false>(x, q, n, n ? n : 1, bounds);
 }
 
 namespace {
 // Groups of `group` elements, group g clipped at bounds_of(g): one core call where no vector step straddles
 // two groups, else one call per group, added in order.
-template <class Bounds>
+template <bool Sym, class Bounds>
 ErrorSums QS_CAT(group_sums_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, std::size_t group,
                                          Bounds bounds_of) {
-  if (group % NF == 0 || group >= n) return QS_CAT(sums_core_, QS_SUFFIX)(x, q, n, group ? group : 1, bounds_of);
+  if (group % NF == 0 || group >= n)
+    return QS_CAT(sums_core_, QS_SUFFIX)<Sym>(x, q, n, group ? group : 1, bounds_of);
   ErrorSums t;
   for (std::size_t b = 0, g = 0; b < n; b += group, ++g) {
-    const ErrorSums s = QS_CAT(sums_core_, QS_SUFFIX)(x + b, q + b, std::min(group, n - b), group,
-                                                      [&](std::size_t) { return bounds_of(g); });
+    const ErrorSums s = QS_CAT(sums_core_, QS_SUFFIX)<Sym>(x + b, q + b, std::min(group, n - b), group,
+                                                           [&](std::size_t) { return bounds_of(g); });
     t.sx2 += s.sx2, t.se2 += s.se2, t.sae += s.sae, t.sc2 += s.sc2, t.sr2 += s.sr2;
     t.mae = std::max(t.mae, s.mae);
     t.count += s.count, t.clipped += s.clipped;
@@ -309,14 +332,14 @@ ErrorSums QS_CAT(group_sums_, QS_SUFFIX)(const float* x, const float* q, std::si
 
 ErrorSums QS_CAT(error_sums_groups_f32_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, std::size_t group,
                                                     const double* bound) {
-  return QS_CAT(group_sums_, QS_SUFFIX)(
+  return QS_CAT(group_sums_, QS_SUFFIX)<true>(
       x, q, n, group, [&](std::size_t g) { return std::pair<double, double>{-bound[g], bound[g]}; });
 }
 
 ErrorSums QS_CAT(error_sums_ranges_f32_, QS_SUFFIX)(const float* x, const float* q, std::size_t n, std::size_t group,
                                                     const double* lo, const double* hi) {
-  return QS_CAT(group_sums_, QS_SUFFIX)(x, q, n, group,
-                                        [&](std::size_t g) { return std::pair<double, double>{lo[g], hi[g]}; });
+  return QS_CAT(group_sums_, QS_SUFFIX)<false>(x, q, n, group,
+                                               [&](std::size_t g) { return std::pair<double, double>{lo[g], hi[g]}; });
 }
 
 }  // namespace qs::detail
