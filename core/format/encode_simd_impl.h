@@ -451,11 +451,13 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
   // clamped, perhaps counted) to the general path and so needs no clamp and no overflow count: data scaled to
   // its largest magnitude has no such lane. A pair of vectors with one is redone by the saturating instance
   // (full_vector). Data that clips often would pay that redo (and a mispredicted branch) on many pairs, so the
-  // pairs run in chunks of kChunk, each under one instance: a lean chunk that redid more than 1 pair in 16
-  // hands the next chunk to the saturating instance, which hands back after a chunk with fewer overflows.
+  // pairs run in chunks of kChunk (the first one kChunk / 8, a short probe), each under one instance: a lean
+  // chunk that redid more than 1 pair in 16 hands the next chunk to the saturating instance, which hands back
+  // after a chunk with fewer overflows.
   constexpr bool Lean = !Stoch && Sat && Rm == 0;
   constexpr std::size_t kChunk = 64;  // pairs
   bool lean = true;
+  std::size_t chunk = kChunk / 8;
   const int32_t zmax = zero_max_bits(p, Rm);
   std::size_t i = 0;
   while (i < full) {
@@ -468,7 +470,9 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
   // one vector per step (4 % faster in cache at AVX2: fewer live registers).
   const std::size_t pairs_end = Stoch ? i : i + (tile_end - i) / (2 * N) * (2 * N);
   while (i < pairs_end) {
-    const std::size_t stop = Lean ? std::min(pairs_end, i + kChunk * 2 * N) : pairs_end;
+    const std::size_t stop = Lean ? std::min(pairs_end, i + chunk * 2 * N) : pairs_end;
+    const std::size_t pairs = (stop - i) / (2 * N);
+    chunk = kChunk;
     if constexpr (Lean) {
       if (lean) {
         std::size_t redo = 0;
@@ -492,7 +496,7 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
           put(i, v0);
           put(i + N, v1);
         }
-        lean = redo * 16 <= kChunk;
+        lean = redo * 16 <= pairs;
         continue;
       }
     }
@@ -524,7 +528,7 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
       const vu d = ovf - ovf_before;
       uint32_t c = 0;
       for (int l = 0; l < N; ++l) c += d[l];
-      lean = std::size_t(c) * 16 <= kChunk;
+      lean = std::size_t(c) * 16 <= pairs;
     }
   }
   while (i < tile_end) {  // nearest: at most one, the odd last vector
