@@ -243,7 +243,8 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, int32_t zma
     const vf y = Scaled ? x / splat_f(p.scale) : x;
     const vi yb = (vi)as_u(y);
     const vi a = yb & 0x7fffffff;
-    vi bad = a > 0x7f7fffff;  // NaN, inf (and x / s overflowing to inf)
+    // NaN, inf (and x / s overflowing to inf); ieee: also |y| > max (< inf), in the same compare.
+    vi bad = a > (Sat ? 0x7f7fffff : (int32_t)p.max_bits);
     vf yc = y;
     d_ovf = allz;
     if constexpr (Sat) {
@@ -252,13 +253,12 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, int32_t zma
       const vf mx = splat_f(p.max_finite);
       yc = y < -mx ? -mx : y;  // NaN lanes are bad
       yc = yc > mx ? mx : yc;
-    } else {
-      bad |= a > (int32_t)p.max_bits;  // |y| <= max rounds to at most max (a grid value): as vb > max
-    }
+    }  // ieee: |y| <= max rounds to at most max (a grid value)
     // A lane that is neither 0 nor bad has |y| >= min normal and rounds to at least that (a multiple of
-    // the quantum): no underflow, and a zero result only from a zero input.
-    const vi zero = a == 0;
-    bad |= andnot(zero, a < (int32_t)p.min_normal_bits);
+    // the quantum): no underflow, and a zero result only from a zero input. Bad: 1 <= a < min normal, in one
+    // add and one compare (a + 0x7fffffff maps a = 1.. to INT32_MIN.. and a = 0 to INT32_MAX).
+    const vi zero = a == 0;  // only formats without -0 use it
+    bad |= (vi)((vu)a + 0x7fffffffu) < (int32_t)(0x80000000u + p.min_normal_bits - 1u);
     const int32_t s0 = 23 - p.M;
     const vi rb = (vi)(((vu)as_u(yc) + (~rnd >> (32u - (uint32_t)s0))) & (uint32_t)~((1u << s0) - 1u));
     const vf v = as_f((vu)(neg_zero ? rb : andnot(zero, rb)));
@@ -353,17 +353,16 @@ __attribute__((noinline)) vf slow_vector(const qs::KernelParams& p, vf x, vu rnd
 
 // fast_loop's lean nearest path redoes a vector with a lane beyond max here, out of line so that the loop
 // keeps its registers: the saturating fast_values, else encode_vec; counts into cnt.
-template <bool Scaled, bool Sat, int Rm, int NZ>
-__attribute__((noinline)) vf full_vector(const qs::KernelParams& p, vf x, int32_t zmax, Counters& cnt) {
+template <bool Stoch, bool Scaled, bool Sat, int Rm, int NZ>
+__attribute__((noinline)) vf full_vector(const qs::KernelParams& p, vf x, vu rnd, int32_t zmax, Counters& cnt) {
   vi o, u;
   vf v;
-  const vu rnd = splat_u(0);
-  if (none_set(fast_values<false, Scaled, Sat, Rm, NZ>(p, x, rnd, zmax, o, u, v))) {
+  if (none_set(fast_values<Stoch, Scaled, Sat, Rm, NZ>(p, x, rnd, zmax, o, u, v))) {
     cnt.ovf -= (vu)o;
     cnt.unf -= (vu)u;
     return v;
   }
-  return slow_vector<false, Scaled, Sat>(p, x, rnd, cnt);
+  return slow_vector<Stoch, Scaled, Sat>(p, x, rnd, cnt);
 }
 
 QS_AI inline void store_stream(float* dst, vf v) {
@@ -454,7 +453,7 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
   // pairs run in chunks of kChunk (the first one kChunk / 8, a short probe), each under one instance: a lean
   // chunk that redid more than 1 pair in 16 hands the next chunk to the saturating instance, which hands back
   // after a chunk with fewer overflows.
-  constexpr bool Lean = !Stoch && Sat && Rm == 0;
+  constexpr bool Lean = !Stoch && Sat && Rm == 0;  // and stochastic with Sat (below)
   constexpr std::size_t kChunk = 64;  // pairs
   bool lean = true;
   std::size_t chunk = kChunk / 8;
@@ -490,8 +489,8 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
             unf -= (vu)(u0 + u1);
           } else {
             ++redo;
-            p0.scale = p.scale, v0 = full_vector<Scaled, Sat, Rm, NZ>(p0, x0, zmax, slow);
-            p0.scale = p1.scale, v1 = full_vector<Scaled, Sat, Rm, NZ>(p0, x1, zmax, slow);
+            p0.scale = p.scale, v0 = full_vector<false, Scaled, Sat, Rm, NZ>(p0, x0, splat_u(0), zmax, slow);
+            p0.scale = p1.scale, v1 = full_vector<false, Scaled, Sat, Rm, NZ>(p0, x1, splat_u(0), zmax, slow);
           }
           put(i, v0);
           put(i + N, v1);
@@ -531,6 +530,28 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
       lean = std::size_t(c) * 16 <= pairs;
     }
   }
+  // Stochastic with saturation: the same two instances. A tile (kTile values) starts under the one the last
+  // tile ended with; the lean one hands the rest of the tile over once it has redone 1 vector in 16 of it.
+  if constexpr (Stoch && Sat) {
+    const std::size_t vectors = (tile_end - i) / N;
+    std::size_t redo = 0;
+    while (lean && i < tile_end) {
+      vf x0;
+      std::memcpy(&x0, job.x + i, sizeof x0);
+      const vu r0 = draw(i);
+      vi o0, u0;
+      vf v0;
+      if constexpr (G) p.scale = scales[i >> shift];
+      if (__builtin_expect(!none_set(fast_values<true, Scaled, false, 0, NZ>(p, x0, r0, zmax, o0, u0, v0)), 0)) {
+        p0.scale = p.scale, v0 = full_vector<true, Scaled, Sat, 0, NZ>(p0, x0, r0, zmax, slow);
+        lean = ++redo * 16 <= vectors;
+      }
+      put(i, v0);
+      i += N;
+    }
+  }
+  const vu ovf_tile = ovf;
+  const std::size_t full_vectors = (tile_end - i) / N;
   while (i < tile_end) {  // nearest: at most one, the odd last vector
     vf x0;
     std::memcpy(&x0, job.x + i, sizeof x0);
@@ -543,6 +564,14 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
     else p0.scale = p.scale, v0 = slow_vector<Stoch, Scaled, Sat>(p0, x0, r0, slow);
     put(i, v0);
     i += N;
+  }
+  if constexpr (Stoch && Sat) {
+    if (full_vectors) {  // overflows counted: at most as many vectors the lean instance would redo
+      const vu d = ovf - ovf_tile;
+      uint32_t c = 0;
+      for (int l = 0; l < N; ++l) c += d[l];
+      lean = std::size_t(c) * 16 <= full_vectors;
+    }
   }
   }
 #if defined(__AVX2__) || defined(__AVX512F__)
