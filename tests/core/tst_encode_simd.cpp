@@ -485,20 +485,23 @@ TEST_P(EncodeSimd, SplitInvariance) {
       }
 }
 
-// Nearest with saturation runs chunks of vector pairs either lean (no clamp, no overflow count: a pair with a
-// lane beyond max is redone) or saturating, switching by how often the last chunk clipped. Stretches of
+// Saturating nearest (stochastic) rounding runs chunks of vector pairs (tiles of vectors) either lean (no clamp,
+// no overflow count: a pair or vector with a lane beyond max is redone) or saturating, switching by how often the
+// last chunk clipped (stochastic: also within a tile). Stretches of
 // 6000 values alternate between in range, clipping every third value (half of them beyond the overflow
 // threshold, so counted) and clipping one value in 300, so that both instances run and each hands over to
 // the other; values and stats against the oracle.
-// Rows: e4m3fn, e5m2 and e4m3fnuz (no -0) x {unscaled, scaled}, saturating, nearest, values only, at this level.
+// Rows: e4m3fn, e5m2 and e4m3fnuz (no -0) x {nearest, stochastic} x {unscaled, scaled}, saturating, values only,
+// at this level.
 TEST_P(EncodeSimd, ClippingStretchesMatchRef) {
   constexpr std::size_t kStretch = 6000, n = 7 * kStretch + 5;
   for (const char* spec : {"e4m3fn", "e5m2", "e4m3fnuz"})
+    for (qs::Rounding rounding : {qs::Rounding::Nearest, qs::Rounding::Stochastic})
     for (float scale : {1.0f, kScaled}) {
-      SCOPED_TRACE(std::string("clippingStretches:") + spec + "/" + (scale == 1.0f ? "unscaled" : "scaled") + "/" +
-                   qs::to_string(level()));
+      SCOPED_TRACE(std::string("clippingStretches:") + spec + "/" + qs::to_string(rounding) + "/" +
+                   (scale == 1.0f ? "unscaled" : "scaled") + "/" + qs::to_string(level()));
       const qs::Format f = formatOf(spec);
-      const qs::EncodeOptions opt = options(qs::Rounding::Nearest, qs::Overflow::Saturate);
+      const qs::EncodeOptions opt = options(rounding, qs::Overflow::Saturate);
       std::vector<float> x = logUniform(f, scale, n, kDataSeed + 31);
       Rng g{kDataSeed + 32};
       const double thr = qs::overflow_threshold(f, opt.rounding);
