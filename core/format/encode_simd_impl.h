@@ -455,6 +455,7 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
   // after a chunk with fewer overflows.
   constexpr bool Lean = !Stoch && Sat && Rm == 0;  // and stochastic with Sat (below)
   constexpr std::size_t kChunk = 64;  // pairs
+  constexpr std::size_t kAhead = 2048;  // streaming: inputs prefetched this many values ahead (8 KiB)
   bool lean = true;
   std::size_t chunk = kChunk / 8;
   const int32_t zmax = zero_max_bits(p, Rm);
@@ -477,6 +478,8 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
         std::size_t redo = 0;
         for (; i < stop; i += 2 * N) {
           vf x0, x1;
+          if constexpr (Stream)  // the hardware prefetcher alone left the avx512 loop at 42-45 GB/s from memory, 54 with this
+            for (int k = 0; k < 2 * N; k += 64 / int(sizeof(float))) __builtin_prefetch(job.x + i + k + kAhead, 0, 3);
           std::memcpy(&x0, job.x + i, sizeof x0);
           std::memcpy(&x1, job.x + i + N, sizeof x1);
           vi o0, u0, o1, u1;
