@@ -209,6 +209,16 @@ __attribute__((always_inline)) inline void encode_vec(const qs::KernelParams& p,
   value_out = Scaled ? v * splat_f(p.scale) : v;
 }
 
+// The float32 bits of the largest |y| that fast_values rounds to 0 (and counts as an underflow unless 0):
+// half the target's smallest subnormal 2^(emin - M) under ties to even (the tie goes to 0, which is even),
+// 0 where that half lies below float32's own smallest subnormal. Ties away and toward zero send every non-zero
+// lane below the smallest normal to the general path, so no non-zero lane rounds to 0 in fast_values: 0.
+QS_AI inline int32_t zero_max_bits(const qs::KernelParams& p, int Rm) {
+  if (Rm == 1 || Rm == 2 || (Rm < 0 && p.rmode != 0)) return 0;
+  const int e = p.emin - p.M - 1;
+  return e >= -126 ? (e + 127) << 23 : e >= -149 ? 1 << (e + 149) : 0;
+}
+
 // Fast path for fake-quant values of plain formats with M >= 1 and emin >= -126 (the common case):
 // round the float32 bits directly (the carry of the rounding bias flows into the exponent), and
 // round the target's subnormal range with the magic-number addition (y + C) - C, C = 2^(emin-M+23),
@@ -216,10 +226,10 @@ __attribute__((always_inline)) inline void encode_vec(const qs::KernelParams& p,
 // are dropped, which carries exactly when rnd < dropped * 2^(32 - s0): the rule of encode_ref.
 // Returns a mask of lanes it cannot do (NaN, inf, ieee overflow, stochastic subnormals); the
 // caller then redoes the whole vector on the general path.
-// Rm (the rounding mode) and NZ (the format has -0) are p.rmode and p.has_neg_zero when -1, else constants
+// zmax is zero_max_bits(p, Rm) (derived once per loop). Rm (the rounding mode) and NZ (the format has -0) are p.rmode and p.has_neg_zero when -1, else constants
 // (fast_loop's instances); Rm 0 rounds ties to even with the float adder (adder_rne_ok), Rm 3 with integers. d_ovf and d_unf are lane masks (all ones where the lane counts).
 template <bool Stoch, bool Scaled, bool Sat, int Rm = -1, int NZ = -1>
-QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, vi& d_unf, vf& value_out) {
+QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, int32_t zmax, vi& d_ovf, vi& d_unf, vf& value_out) {
   // Magnitudes and the thresholds they meet are below 2^31, so they compare as signed integers (one
   // instruction on AVX2, where an unsigned compare takes two or three). The sign comes from x (y = x / s
   // with s > 0 has x's sign; NaN lanes leave this path), so it waits for no division.
@@ -233,7 +243,8 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, 
     const vf y = Scaled ? x / splat_f(p.scale) : x;
     const vi yb = (vi)as_u(y);
     const vi a = yb & 0x7fffffff;
-    vi bad = a > 0x7f7fffff;  // NaN, inf (and x / s overflowing to inf)
+    // NaN, inf (and x / s overflowing to inf); ieee: also |y| > max (< inf), in the same compare.
+    vi bad = a > (Sat ? 0x7f7fffff : (int32_t)p.max_bits);
     vf yc = y;
     d_ovf = allz;
     if constexpr (Sat) {
@@ -242,13 +253,12 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, 
       const vf mx = splat_f(p.max_finite);
       yc = y < -mx ? -mx : y;  // NaN lanes are bad
       yc = yc > mx ? mx : yc;
-    } else {
-      bad |= a > (int32_t)p.max_bits;  // |y| <= max rounds to at most max (a grid value): as vb > max
-    }
+    }  // ieee: |y| <= max rounds to at most max (a grid value)
     // A lane that is neither 0 nor bad has |y| >= min normal and rounds to at least that (a multiple of
-    // the quantum): no underflow, and a zero result only from a zero input.
-    const vi zero = a == 0;
-    bad |= andnot(zero, a < (int32_t)p.min_normal_bits);
+    // the quantum): no underflow, and a zero result only from a zero input. Bad: 1 <= a < min normal, in one
+    // add and one compare (a + 0x7fffffff maps a = 1.. to INT32_MIN.. and a = 0 to INT32_MAX).
+    const vi zero = a == 0;  // only formats without -0 use it
+    bad |= (vi)((vu)a + 0x7fffffffu) < (int32_t)(0x80000000u + p.min_normal_bits - 1u);
     const int32_t s0 = 23 - p.M;
     const vi rb = (vi)(((vu)as_u(yc) + (~rnd >> (32u - (uint32_t)s0))) & (uint32_t)~((1u << s0) - 1u));
     const vf v = as_f((vu)(neg_zero ? rb : andnot(zero, rb)));
@@ -257,11 +267,14 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, 
     return bad;
   }
   const vi xb = (vi)as_u(x);
-  const vi sign = xb & (vi)splat_u(0x80000000u);
-  const vf ax = as_f((vu)(xb & 0x7fffffff));
+  const vi axb = xb & 0x7fffffff;
+  const vi sign = xb ^ axb;  // not andnot(0x7fffffff, xb): GCC then builds the constant twice, one register more
+  const vf ax = as_f((vu)axb);
   const vf ay = Scaled ? ax / splat_f(p.scale) : ax;  // |x / s|, bit for bit
   vi a = (vi)as_u(ay);
-  vi bad = a >= 0x7f800000;  // NaN, inf (and x / s overflowing to inf)
+  // NaN, inf (and x / s overflowing to inf). Ieee with the adder: beyond max, C may overflow (inf - inf is a
+  // negative NaN) and the result may not be max: the general path; max < inf, so one compare does both.
+  vi bad = (!Sat && Rm == 0) ? a > (int32_t)p.max_bits : a >= 0x7f800000;
   d_ovf = allz;
   if constexpr (Sat) {
     // Every lane that is not bad: clamp to max, clipped from the overflow threshold (which lies above max).
@@ -285,8 +298,6 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, 
                          (uint32_t)((23 - p.M) << 23));
       const vf c = as_f((vu)cb);
       v = (as_f((vu)a) + c) - c;
-      // ieee: beyond max, C may overflow (inf - inf is a negative NaN, not caught below): the general path.
-      if constexpr (!Sat) bad |= a > (int32_t)p.max_bits;
       rb = allz;
       (void)sub;
       (void)keep;
@@ -312,13 +323,16 @@ QS_AI inline vi fast_values(const qs::KernelParams& p, vf x, vu rnd, vi& d_ovf, 
     v = as_f((vu)rb);
   }
   const vi vb = (vi)as_u(v);
-  if constexpr (!Sat) bad |= vb > (int32_t)p.max_bits;
-  const vi vzero = vb == 0;
-  const vi sgn = neg_zero ? sign : (sign & ~vzero);
-  v = as_f((vu)(vb | sgn));
+  if constexpr (!Sat && Rm != 0) bad |= vb > (int32_t)p.max_bits;  // a <= max rounds to at most max (Rm 0: above)
+  // Lanes that round to 0 and count as underflows, from a alone (off the rounding's chain, two instructions
+  // instead of three compares and an and): a != 0 lanes round to 0 exactly when a <= zmax. (a + 0x7fffffff,
+  // as signed, maps a = 1.. to INT32_MIN.. and a = 0 to INT32_MAX, so one compare tests 1 <= a <= zmax.)
   // Stochastic: a lane that is neither 0 nor bad has |y| >= min normal, and rb >= a & keep >= min normal
   // (min normal is a multiple of the quantum): nothing underflows, so no count and no mask.
-  d_unf = Stoch ? allz : (vzero & (a != 0));
+  const vi vzero = a < zmax + 1;  // as vb == 0
+  const vi sgn = neg_zero ? sign : andnot(vzero, sign);
+  v = as_f((vu)(vb | sgn));
+  d_unf = Stoch ? allz : (vi)((vu)a + 0x7fffffffu) < (int32_t)(0x80000000u + (uint32_t)zmax);
   value_out = Scaled ? v * splat_f(p.scale) : v;
   return bad;
 }
@@ -335,6 +349,20 @@ __attribute__((noinline)) vf slow_vector(const qs::KernelParams& p, vf x, vu rnd
   vf val;
   encode_vec<Stoch, Scaled, Sat, true, false>(p, x, rnd, cnt, code, val);
   return val;
+}
+
+// fast_loop's lean nearest path redoes a vector with a lane beyond max here, out of line so that the loop
+// keeps its registers: the saturating fast_values, else encode_vec; counts into cnt.
+template <bool Stoch, bool Scaled, bool Sat, int Rm, int NZ>
+__attribute__((noinline)) vf full_vector(const qs::KernelParams& p, vf x, vu rnd, int32_t zmax, Counters& cnt) {
+  vi o, u;
+  vf v;
+  if (none_set(fast_values<Stoch, Scaled, Sat, Rm, NZ>(p, x, rnd, zmax, o, u, v))) {
+    cnt.ovf -= (vu)o;
+    cnt.unf -= (vu)u;
+    return v;
+  }
+  return slow_vector<Stoch, Scaled, Sat>(p, x, rnd, cnt);
 }
 
 QS_AI inline void store_stream(float* dst, vf v) {
@@ -357,6 +385,14 @@ QS_AI inline void store_stream(float* dst, vf v) {
 // vector costs an add and an xor before the multiplies instead of a broadcast, add, xor, shift and xor.
 // A run ends where lane N - 1 would cross such a multiple; a vector that straddles one is a run of its own
 // (h per lane). A separate pass over a tile keeps the hash's registers apart from the rounding's (AVX2 has 16).
+// At AVX2 the hash runs in two passes (the second hash32v apart): a vector's chain of 4 multiplies and 10
+// shifts and xors is ~35 cycles long, and the out-of-order window, not the ALUs, limited one pass to 6.1 cycles
+// per vector (Zen 5, 1024 values in L1); two shorter chains take 5.6. AVX-512 keeps one pass (no gain measured there).
+#if defined(__AVX2__) && !defined(__AVX512F__)
+constexpr bool kTwoPassHash = true;
+#else
+constexpr bool kTwoPassHash = false;
+#endif
 QS_AI inline void fill_bits(uint32_t* r, uint32_t b, std::size_t n, uint32_t key) {
   vu lane;
   for (int l = 0; l < N; ++l) lane[l] = static_cast<uint32_t>(l);
@@ -376,10 +412,17 @@ QS_AI inline void fill_bits(uint32_t* r, uint32_t b, std::size_t n, uint32_t key
       x ^= x >> 15;
       x *= 0x846ca68bu;
       x ^= x >> 16;
-      x = hash32v(x + key);
+      x += key;
+      if constexpr (!kTwoPassHash) x = hash32v(x);
       std::memcpy(r + k, &x, sizeof x);
       idx += static_cast<uint32_t>(N);
     }
+  }
+  for (k = 0; kTwoPassHash && k < n; k += N) {
+    vu x;
+    std::memcpy(&x, r + k, sizeof x);
+    x = hash32v(x);
+    std::memcpy(r + k, &x, sizeof x);
   }
 }
 
@@ -418,6 +461,19 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
       else std::memcpy(out + i, &val, sizeof val);
     }
   };
+  // Saturating ties to even runs the ieee instance where it can, which sends every lane beyond max (to be
+  // clamped, perhaps counted) to the general path and so needs no clamp and no overflow count: data scaled to
+  // its largest magnitude has no such lane. A pair of vectors with one is redone by the saturating instance
+  // (full_vector). Data that clips often would pay that redo (and a mispredicted branch) on many pairs, so the
+  // pairs run in chunks of kChunk (the first one kChunk / 8, a short probe), each under one instance: a lean
+  // chunk that redid more than 1 pair in 16 hands the next chunk to the saturating instance, which hands back
+  // after a chunk with fewer overflows.
+  constexpr bool Lean = !Stoch && Sat && Rm == 0;  // and stochastic with Sat (below)
+  constexpr std::size_t kChunk = 64;  // pairs
+  constexpr std::size_t kAhead = 2048;  // streaming: inputs prefetched this many values ahead (8 KiB)
+  bool lean = true;
+  std::size_t chunk = kChunk / 8;
+  const int32_t zmax = zero_max_bits(p, Rm);
   std::size_t i = 0;
   while (i < full) {
   const std::size_t tile_end = Stoch ? std::min(full, i + kTile) : full;
@@ -427,29 +483,93 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
   }
   // Two vectors per step hide the latency of nearest's chain; stochastic's loads its random numbers and runs
   // one vector per step (4 % faster in cache at AVX2: fewer live registers).
-  for (; !Stoch && i + 2 * N <= tile_end; i += 2 * N) {
-    vf x0, x1;
-    std::memcpy(&x0, job.x + i, sizeof x0);
-    std::memcpy(&x1, job.x + i + N, sizeof x1);
-    const vu r0 = draw(i), r1 = draw(i + N);
-    vi o0, u0, o1, u1;
-    vf v0, v1;
-    qs::KernelParams p1 = p;
-    if constexpr (G) p.scale = scales[i >> shift], p1.scale = scales[(i + N) >> shift];
-    const vi b0 = fast_values<Stoch, Scaled, Sat, Rm, NZ>(p, x0, r0, o0, u0, v0);
-    const vi b1 = fast_values<Stoch, Scaled, Sat, Rm, NZ>(p1, x1, r1, o1, u1, v1);
-    if (__builtin_expect(none_set(b0 | b1), 1)) {
-      ovf -= (vu)(o0 + o1);  // masks: -1 per counted lane
-      unf -= (vu)(u0 + u1);
-    } else {
-      if (none_set(b0)) ovf -= (vu)o0, unf -= (vu)u0;
-      else p0.scale = p.scale, v0 = slow_vector<Stoch, Scaled, Sat>(p0, x0, r0, slow);
-      if (none_set(b1)) ovf -= (vu)o1, unf -= (vu)u1;
-      else p0.scale = p1.scale, v1 = slow_vector<Stoch, Scaled, Sat>(p0, x1, r1, slow);
+  const std::size_t pairs_end = Stoch ? i : i + (tile_end - i) / (2 * N) * (2 * N);
+  while (i < pairs_end) {
+    const std::size_t stop = Lean ? std::min(pairs_end, i + chunk * 2 * N) : pairs_end;
+    const std::size_t pairs = (stop - i) / (2 * N);
+    chunk = kChunk;
+    if constexpr (Lean) {
+      if (lean) {
+        std::size_t redo = 0;
+        for (; i < stop; i += 2 * N) {
+          vf x0, x1;
+          if constexpr (Stream)  // the hardware prefetcher alone left the avx512 loop at 42-45 GB/s from memory, 54 with this
+            for (int k = 0; k < 2 * N; k += 64 / int(sizeof(float))) __builtin_prefetch(job.x + i + k + kAhead, 0, 3);
+          std::memcpy(&x0, job.x + i, sizeof x0);
+          std::memcpy(&x1, job.x + i + N, sizeof x1);
+          vi o0, u0, o1, u1;
+          vf v0, v1;
+          qs::KernelParams p1 = p;
+          if constexpr (G) p.scale = scales[i >> shift], p1.scale = scales[(i + N) >> shift];
+          const vi b0 = fast_values<false, Scaled, false, 0, NZ>(p, x0, splat_u(0), zmax, o0, u0, v0);
+          const vi b1 = fast_values<false, Scaled, false, 0, NZ>(p1, x1, splat_u(0), zmax, o1, u1, v1);
+          if (__builtin_expect(none_set(b0 | b1), 1)) {
+            unf -= (vu)(u0 + u1);
+          } else {
+            ++redo;
+            p0.scale = p.scale, v0 = full_vector<false, Scaled, Sat, Rm, NZ>(p0, x0, splat_u(0), zmax, slow);
+            p0.scale = p1.scale, v1 = full_vector<false, Scaled, Sat, Rm, NZ>(p0, x1, splat_u(0), zmax, slow);
+          }
+          put(i, v0);
+          put(i + N, v1);
+        }
+        lean = redo * 16 <= pairs;
+        continue;
+      }
     }
-    put(i, v0);
-    put(i + N, v1);
+    const vu ovf_before = ovf;
+    for (; i < stop; i += 2 * N) {
+      vf x0, x1;
+      std::memcpy(&x0, job.x + i, sizeof x0);
+      std::memcpy(&x1, job.x + i + N, sizeof x1);
+      const vu r0 = draw(i), r1 = draw(i + N);
+      vi o0, u0, o1, u1;
+      vf v0, v1;
+      qs::KernelParams p1 = p;
+      if constexpr (G) p.scale = scales[i >> shift], p1.scale = scales[(i + N) >> shift];
+      const vi b0 = fast_values<Stoch, Scaled, Sat, Rm, NZ>(p, x0, r0, zmax, o0, u0, v0);
+      const vi b1 = fast_values<Stoch, Scaled, Sat, Rm, NZ>(p1, x1, r1, zmax, o1, u1, v1);
+      if (__builtin_expect(none_set(b0 | b1), 1)) {
+        ovf -= (vu)(o0 + o1);  // masks: -1 per counted lane
+        unf -= (vu)(u0 + u1);
+      } else {
+        if (none_set(b0)) ovf -= (vu)o0, unf -= (vu)u0;
+        else p0.scale = p.scale, v0 = slow_vector<Stoch, Scaled, Sat>(p0, x0, r0, slow);
+        if (none_set(b1)) ovf -= (vu)o1, unf -= (vu)u1;
+        else p0.scale = p1.scale, v1 = slow_vector<Stoch, Scaled, Sat>(p0, x1, r1, slow);
+      }
+      put(i, v0);
+      put(i + N, v1);
+    }
+    if constexpr (Lean) {  // overflows counted in this chunk: at most as many pairs the lean instance would redo
+      const vu d = ovf - ovf_before;
+      uint32_t c = 0;
+      for (int l = 0; l < N; ++l) c += d[l];
+      lean = std::size_t(c) * 16 <= pairs;
+    }
   }
+  // Stochastic with saturation: the same two instances. A tile (kTile values) starts under the one the last
+  // tile ended with; the lean one hands the rest of the tile over once it has redone 1 vector in 16 of it.
+  if constexpr (Stoch && Sat) {
+    const std::size_t vectors = (tile_end - i) / N;
+    std::size_t redo = 0;
+    while (lean && i < tile_end) {
+      vf x0;
+      std::memcpy(&x0, job.x + i, sizeof x0);
+      const vu r0 = draw(i);
+      vi o0, u0;
+      vf v0;
+      if constexpr (G) p.scale = scales[i >> shift];
+      if (__builtin_expect(!none_set(fast_values<true, Scaled, false, 0, NZ>(p, x0, r0, zmax, o0, u0, v0)), 0)) {
+        p0.scale = p.scale, v0 = full_vector<true, Scaled, Sat, 0, NZ>(p0, x0, r0, zmax, slow);
+        lean = ++redo * 16 <= vectors;
+      }
+      put(i, v0);
+      i += N;
+    }
+  }
+  const vu ovf_tile = ovf;
+  const std::size_t full_vectors = (tile_end - i) / N;
   while (i < tile_end) {  // nearest: at most one, the odd last vector
     vf x0;
     std::memcpy(&x0, job.x + i, sizeof x0);
@@ -457,11 +577,19 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
     vi o0, u0;
     vf v0;
     if constexpr (G) p.scale = scales[i >> shift];
-    const vi b0 = fast_values<Stoch, Scaled, Sat, Rm, NZ>(p, x0, r0, o0, u0, v0);
+    const vi b0 = fast_values<Stoch, Scaled, Sat, Rm, NZ>(p, x0, r0, zmax, o0, u0, v0);
     if (none_set(b0)) ovf -= (vu)o0, unf -= (vu)u0;
     else p0.scale = p.scale, v0 = slow_vector<Stoch, Scaled, Sat>(p0, x0, r0, slow);
     put(i, v0);
     i += N;
+  }
+  if constexpr (Stoch && Sat) {
+    if (full_vectors) {  // overflows counted: at most as many vectors the lean instance would redo
+      const vu d = ovf - ovf_tile;
+      uint32_t c = 0;
+      for (int l = 0; l < N; ++l) c += d[l];
+      lean = std::size_t(c) * 16 <= full_vectors;
+    }
   }
   }
 #if defined(__AVX2__) || defined(__AVX512F__)
@@ -541,6 +669,7 @@ qs::EncodeStats encode_loop(const qs::KernelParams& params, const qs::EncodeJob&
   vu lane;
   for (int i = 0; i < N; ++i) lane[i] = static_cast<uint32_t>(i);
   const uint32_t base = static_cast<uint32_t>(job.index0);
+  const int32_t zmax = zero_max_bits(p, -1);
   auto one = [&](std::size_t i, const float* src, float* vals, uint8_t* c8, uint16_t* c16) QS_AI {
     vf x;
     std::memcpy(&x, src, sizeof x);
@@ -554,7 +683,7 @@ qs::EncodeStats encode_loop(const qs::KernelParams& params, const qs::EncodeJob&
     if constexpr (Plain && !Codes) {
       if (p.fast_ok) {
         vi d_ovf, d_unf;
-        const vi bad = fast_values<Stoch, Scaled, Sat>(p, x, rnd, d_ovf, d_unf, val);
+        const vi bad = fast_values<Stoch, Scaled, Sat>(p, x, rnd, zmax, d_ovf, d_unf, val);
         if (none_set(bad)) {
           cnt.ovf -= (vu)d_ovf;
           cnt.unf -= (vu)d_unf;

@@ -485,6 +485,41 @@ TEST_P(EncodeSimd, SplitInvariance) {
       }
 }
 
+// Saturating nearest (stochastic) rounding runs chunks of vector pairs (tiles of vectors) either lean (no clamp,
+// no overflow count: a pair or vector with a lane beyond max is redone) or saturating, switching by how often the
+// last chunk clipped (stochastic: also within a tile). Stretches of
+// 6000 values alternate between in range, clipping every third value (half of them beyond the overflow
+// threshold, so counted) and clipping one value in 300, so that both instances run and each hands over to
+// the other; values and stats against the oracle.
+// Rows: e4m3fn, e5m2 and e4m3fnuz (no -0) x {nearest, stochastic} x {unscaled, scaled}, saturating, values only,
+// at this level.
+TEST_P(EncodeSimd, ClippingStretchesMatchRef) {
+  constexpr std::size_t kStretch = 6000, n = 7 * kStretch + 5;
+  for (const char* spec : {"e4m3fn", "e5m2", "e4m3fnuz"})
+    for (qs::Rounding rounding : {qs::Rounding::Nearest, qs::Rounding::Stochastic})
+    for (float scale : {1.0f, kScaled}) {
+      SCOPED_TRACE(std::string("clippingStretches:") + spec + "/" + qs::to_string(rounding) + "/" +
+                   (scale == 1.0f ? "unscaled" : "scaled") + "/" + qs::to_string(level()));
+      const qs::Format f = formatOf(spec);
+      const qs::EncodeOptions opt = options(rounding, qs::Overflow::Saturate);
+      std::vector<float> x = logUniform(f, scale, n, kDataSeed + 31);
+      Rng g{kDataSeed + 32};
+      const double thr = qs::overflow_threshold(f, opt.rounding);
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t stretch = i / kStretch;
+        const bool clip = (stretch % 3 == 1 && i % 3 == 0) || (stretch % 3 == 2 && i % 300 == 0);
+        if (!clip) continue;
+        const double beyond = (i / 3) % 2 ? f.max_finite + (thr - f.max_finite) * g.open01() : thr * (1.0 + g.open01());
+        x[i] = static_cast<float>(g.sign() * beyond * scale);
+      }
+      const Encoded ref = encode(f, opt, scale, x.data(), n, kIndex0, Outputs::ValuesOnly, std::nullopt);
+      ASSERT_GT(ref.stats.overflow, 0u);
+      const Encoded got = encode(f, opt, scale, x.data(), n, kIndex0, Outputs::ValuesOnly, level());
+      const std::string m = mismatch(x.data(), n, ref, got);
+      EXPECT_TRUE(m.empty()) << m;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllLevels, EncodeSimd, ::testing::ValuesIn(kAllLevels),
                          [](const ::testing::TestParamInfo<qs::SimdLevel>& i) { return std::string(qs::to_string(i.param)); });
 
