@@ -483,6 +483,46 @@ TEST(Metrics, NonFiniteSkipped) {
   EXPECT_TRUE(std::isfinite(m.sqnr_db()));
 }
 
+// The error sums of x against q in long double, element i clipped at [lo(i), hi(i)] (a NaN end clips nothing,
+// as the kernels' selects), and the check of a kernel's ErrorSums against them: counts, clipped and max |e|
+// exact, each sum within 2 (n + 1) u relative.
+namespace {
+struct RefSums {
+  long double sx2 = 0, se2 = 0, sae = 0, sc2 = 0, sr2 = 0;
+  double mae = 0;
+  uint64_t count = 0, clipped = 0;
+};
+template <class Lo, class Hi>
+RefSums ref_sums(const std::vector<float>& x, const std::vector<float>& q, Lo lo, Hi hi) {
+  RefSums r;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(x[i])) continue;
+    const long double xi = x[i], qi = q[i], e = xi - qi;
+    long double cx = xi;
+    if (xi < (long double)lo(i)) cx = lo(i);
+    if (xi > (long double)hi(i)) cx = hi(i);
+    ++r.count;
+    r.sx2 += xi * xi;
+    r.se2 += e * e;
+    r.sae += std::fabs(e);
+    r.mae = std::max(r.mae, double(std::fabs(e)));
+    r.sc2 += (xi - cx) * (xi - cx);
+    r.sr2 += (cx - qi) * (cx - qi);
+    r.clipped += xi != cx;
+  }
+  return r;
+}
+void expect_sums(const qs::ErrorSums& s, const RefSums& r, std::size_t n) {
+  EXPECT_EQ(s.count, r.count);
+  EXPECT_EQ(s.clipped, r.clipped);
+  EXPECT_EQ(s.mae, r.mae);
+  const long double tol = 2.0L * (long double)(n + 1) * kU;
+  for (auto [got, want] : {std::pair{s.sx2, r.sx2}, std::pair{s.se2, r.se2}, std::pair{s.sae, r.sae},
+                           std::pair{s.sc2, r.sc2}, std::pair{s.sr2, r.sr2}})
+    EXPECT_LE(std::fabs((long double)got - want), tol * want) << g17(got) << " vs " << g17(double(want));
+}
+}  // namespace
+
 // error_sums_f32 (quant/reduce_simd.h) on every SIMD level this CPU runs, against long double sums written
 // here: runs of finite unclipped values (its fast steps), NaN / inf / clipped values scattered among them
 // (its full steps), every length 0..70 and a long run, intervals symmetric, one-sided and not holding 0,
@@ -510,33 +550,11 @@ TEST(Metrics, ErrorSumsLevels) {
             q[i] = std::isfinite(x[i]) ? std::clamp(x[i], -2.0f, 2.0f) : x[i];
           }
         }
-        long double sx2 = 0, se2 = 0, sae = 0, sc2 = 0, sr2 = 0;
-        double mae = 0;
-        uint64_t count = 0, clipped = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-          if (!std::isfinite(x[i])) continue;
-          const long double xi = x[i], qi = q[i], e = xi - qi;
-          const long double cx = std::clamp(xi, (long double)b.lo, (long double)b.hi);
-          ++count;
-          sx2 += xi * xi;
-          se2 += e * e;
-          sae += std::fabs(e);
-          mae = std::max(mae, double(std::fabs(e)));
-          sc2 += (xi - cx) * (xi - cx);
-          sr2 += (cx - qi) * (cx - qi);
-          clipped += xi != cx;
-        }
+        const RefSums ref = ref_sums(x, q, [&](std::size_t) { return b.lo; }, [&](std::size_t) { return b.hi; });
         for (qs::SimdLevel level : qs::available_simd_levels()) {
           SCOPED_TRACE("errorSumsLevels:[" + g17(b.lo) + ", " + g17(b.hi) + "]/n=" + std::to_string(n) +
                        (specials ? "/specials/" : "/") + qs::to_string(level));
-          const qs::ErrorSums s = qs::error_sums_f32(x.data(), q.data(), n, b.lo, b.hi, level);
-          EXPECT_EQ(s.count, count);
-          EXPECT_EQ(s.clipped, clipped);
-          EXPECT_EQ(s.mae, mae);
-          const long double tol = 2.0L * (long double)(n + 1) * kU;
-          for (auto [got, want] : {std::pair{s.sx2, sx2}, std::pair{s.se2, se2}, std::pair{s.sae, sae},
-                                   std::pair{s.sc2, sc2}, std::pair{s.sr2, sr2}})
-            EXPECT_LE(std::fabs((long double)got - want), tol * want) << g17(got) << " vs " << g17(double(want));
+          expect_sums(qs::error_sums_f32(x.data(), q.data(), n, b.lo, b.hi, level), ref, n);
         }
       }
 }
@@ -579,38 +597,14 @@ TEST(Metrics, ErrorSumsRangesLevels) {
       for (int kind = 0; kind < 2; ++kind) {  // 0: ranges, 1: symmetric groups
         const double* L = kind == 0 ? lo.data() : nlo.data();
         const double* H = kind == 0 ? hi.data() : b.data();
-        long double sx2 = 0, se2 = 0, sae = 0, sc2 = 0, sr2 = 0;
-        double mae = 0;
-        uint64_t count = 0, clipped = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-          if (!std::isfinite(x[i])) continue;
-          const std::size_t k = i / group;
-          const long double xi = x[i], qi = q[i], e = xi - qi;
-          // std::clamp's result for a NaN end: x itself (no comparison holds), as the kernels' selects give
-          long double cx = xi;
-          if (xi < (long double)L[k]) cx = L[k];
-          if (xi > (long double)H[k]) cx = H[k];
-          ++count;
-          sx2 += xi * xi;
-          se2 += e * e;
-          sae += std::fabs(e);
-          mae = std::max(mae, double(std::fabs(e)));
-          sc2 += (xi - cx) * (xi - cx);
-          sr2 += (cx - qi) * (cx - qi);
-          clipped += xi != cx;
-        }
+        const RefSums ref = ref_sums(x, q, [&](std::size_t i) { return L[i / group]; },
+                                     [&](std::size_t i) { return H[i / group]; });
         for (qs::SimdLevel level : qs::available_simd_levels()) {
           SCOPED_TRACE(std::string(kind == 0 ? "ranges" : "groups") + "/group=" + std::to_string(group) +
                        (specials ? "/specials/" : "/") + qs::to_string(level));
-          const qs::ErrorSums s = kind == 0 ? qs::error_sums_ranges_f32(x.data(), q.data(), n, group, L, H, level)
-                                            : qs::error_sums_groups_f32(x.data(), q.data(), n, group, H, level);
-          EXPECT_EQ(s.count, count);
-          EXPECT_EQ(s.clipped, clipped);
-          EXPECT_EQ(s.mae, mae);
-          const long double tol = 2.0L * (long double)(n + 1) * kU;
-          for (auto [got, want] : {std::pair{s.sx2, sx2}, std::pair{s.se2, se2}, std::pair{s.sae, sae},
-                                   std::pair{s.sc2, sc2}, std::pair{s.sr2, sr2}})
-            EXPECT_LE(std::fabs((long double)got - want), tol * want) << g17(got) << " vs " << g17(double(want));
+          expect_sums(kind == 0 ? qs::error_sums_ranges_f32(x.data(), q.data(), n, group, L, H, level)
+                                : qs::error_sums_groups_f32(x.data(), q.data(), n, group, H, level),
+                      ref, n);
         }
       }
     }
