@@ -182,7 +182,7 @@ expect_error("bench gemm bad shape" "shape|size|positive")
 # bench error-view: the Error tab's computation, checked against a plain loop and apply_scheme, then timed.
 run(bench error-view --n 65536 --scheme e2m1fn/block:32:e8m0fnu --reps 1)
 expect_ok("bench error-view")
-expect_match("bench error-view header" "${out}" "^scheme,n,threads,simd,ms,apply_ms,x_apply,budget_ms,ratio,sqnr_db\ne2m1fn/block:32:e8m0fnu,65536,1,[a-z0-9]+,[0-9.e+-]+,[0-9.e+-]+,[0-9.e+-]+,200,[0-9.e+-]+,[0-9.]+\n$")
+expect_match("bench error-view header" "${out}" "^scheme,n,threads,simd,ms,apply_ms,x_apply,budget_ms,ratio,sqnr_db\ne2m1fn/block:32:e8m0fnu,65536,1,[a-z0-9]+,[0-9.e+-]+,[0-9.e+-]+,[0-9.e+-]+,150,[0-9.e+-]+,[0-9.]+\n$")
 run(bench error-view --n 1000 --scheme e4m3fn/chanel:0)
 expect_error("bench error-view bad scheme" "granularity")
 
