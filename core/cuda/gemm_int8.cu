@@ -17,6 +17,15 @@
 
 namespace qs::cuda {
 
+int detail::sm_count() {
+  static const int n = [] {
+    int v = 0;
+    check(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0), "device query");
+    return v;
+  }();
+  return n;
+}
+
 using detail::check;
 using detail::Epi;
 
@@ -300,15 +309,6 @@ void gemm_int8_mma_launch_tile(const int8_t* A, const int8_t* B, int M, int K, i
   kernel<<<unsigned(tiles), C::kThreads, C::kSmem, s>>>(A, B, M, K, N, e);
 }
 
-int sm_count() {
-  static const int n = [] {
-    int v = 0;
-    check(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0), "device query");
-    return v;
-  }();
-  return n;
-}
-
 // 128 x 128 tiles with 4 warps of 64 x 64 (64 KiB of shared memory in 4 stages: two blocks per SM on
 // sm_80 / sm_90, 0.53 POPS at 8192^3 on H100 against 0.49 for 128 x 256 tiles with 8 warps), or 64 x 128
 // tiles with 4 warps of 32 x 64 when the big tiles would not fill the GPU once.
@@ -318,7 +318,7 @@ void gemm_int8_mma_launch(const int8_t* A, const int8_t* B, int M, int K, int N,
   const char* force = std::getenv("QS_MMA_TILE");
   const std::string f = force ? force : "";
   const long big = long((M + 127) / 128) * ((N + 127) / 128);
-  if (f == "128x128" || (f.empty() && big >= sm_count())) gemm_int8_mma_launch_tile<128, 128, 64, 64, 4, O>(A, B, M, K, N, e, s);
+  if (f == "128x128" || (f.empty() && big >= detail::sm_count())) gemm_int8_mma_launch_tile<128, 128, 64, 64, 4, O>(A, B, M, K, N, e, s);
   else gemm_int8_mma_launch_tile<64, 128, 32, 64, 4, O>(A, B, M, K, N, e, s);
 }
 

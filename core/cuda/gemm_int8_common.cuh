@@ -143,6 +143,9 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
+// The device's SM count (device 0), queried once (gemm_int8.cu).
+int sm_count();
+
 // The sm_90a kernel (gemm_int8_sm90.cu): whether this binary carries it for the current device (a probe
 // kernel reports whether it was compiled with sm_90a features), and its launcher.
 bool wgmma_compiled_for_device();

@@ -471,8 +471,7 @@ bool gemm_int8_wgmma_tma_launch(const int8_t* A, const int8_t* B, int M, int K, 
 template <int O>
 bool gemm_int8_wgmma_tma_tiles(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
   const long tiles = long((M + WgWide::BM - 1) / WgWide::BM) * ((N + WgWide::BN - 1) / WgWide::BN);
-  int sms = 0;
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "device query");
+  const int sms = sm_count();
   const long full = tiles / sms * sms, r = tiles - full;
   const char* tail = std::getenv("QS_WGMMA_TAIL");  // 0: whole tiles; 2 or 4: parts per tile (tuning)
   const int force = tail ? std::atoi(tail) : -1;
@@ -574,8 +573,7 @@ void gemm_int8_wgmma_launch(const int8_t* A, const int8_t* B, int M, int K, int 
   // decoding) get the 128 x 128 tiles, twice as many blocks.
   // QS_WGMMA_TILE=128x256 or 128x128 forces one (for tuning).
   const char* force = std::getenv("QS_WGMMA_TILE");
-  int sms = 0;
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "device query");
+  const int sms = sm_count();
   bool wide = long((M + 127) / 128) * ((N + 255) / 256) >= sms;
   if (force && std::strcmp(force, "128x256") == 0) wide = true;
   else if (force && std::strcmp(force, "128x128") == 0) wide = false;

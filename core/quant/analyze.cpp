@@ -20,8 +20,9 @@ namespace {
 // the read (a copy out of the page cache, or a conversion) was the serial part of the loop, a third of its
 // time with two threads. Used where a core is spare for it, and for files that cannot read a tensor in parts;
 // otherwise the analysing threads split each read between them, so that two cores do not run three busy
-// threads (analyze_file below; notes/issue17-analyze.md). One request at a time; wait() hands back the read or rethrows its error. Only tensors of at
-// most kMaxAheadBytes of floats are read ahead, so the extra memory stays inside analyze.h's budget.
+// threads (analyze_file below; notes/issue17-analyze.md). One request at a time; wait() hands back the read
+// or rethrows its error. Only tensors of at most kMaxAheadBytes of floats are read ahead, so the extra memory
+// stays inside analyze.h's budget.
 class ReadAhead {
  public:
   static constexpr std::size_t kMaxAheadBytes = std::size_t(64) << 20;

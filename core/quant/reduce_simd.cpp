@@ -1,6 +1,7 @@
 // Run-time dispatch of the reductions (same levels as the encoders).
 #include "quant/reduce_simd.h"
 
+#include <cfloat>
 #include <cmath>
 #include <vector>
 
@@ -132,10 +133,15 @@ RowCounts ggml_row_counts_f32(const float* x, float* y, std::size_t n, std::size
 }
 
 void float_interval(double lo, double hi, float& lo_f, float& hi_f) {
-  // For a float v: v < lo (as doubles) exactly when v < the least float >= lo; NaN stays NaN (no v compares).
-  lo_f = static_cast<float>(lo);
+  // For a float v: v < lo (as doubles) exactly when v < the least float >= lo (+-inf included); NaN stays NaN
+  // (no v compares). Ends beyond the float range become +-inf before the step (a defined conversion), which
+  // the step then turns into the right float: lo below -FLT_MAX gives -FLT_MAX, hi above FLT_MAX gives FLT_MAX.
+  auto to_float = [](double v) {
+    return v > double(FLT_MAX) ? INFINITY : v < -double(FLT_MAX) ? -INFINITY : static_cast<float>(v);
+  };
+  lo_f = to_float(lo);
   if (double(lo_f) < lo) lo_f = std::nextafter(lo_f, INFINITY);
-  hi_f = static_cast<float>(hi);
+  hi_f = to_float(hi);
   if (double(hi_f) > hi) hi_f = std::nextafter(hi_f, -INFINITY);
 }
 

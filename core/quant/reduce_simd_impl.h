@@ -180,25 +180,10 @@ ErrorSums QS_CAT(sums_core_, QS_SUFFIX)(const float* x, const float* q, std::siz
       }
       safe_v = vi{} + safe;
     } else {
-      float lo_f = NAN, hi_f = NAN;
-      if (glo != glo) {
-      } else if (glo < -double(FLT_MAX)) {
-        lo_f = -FLT_MAX;
-      } else if (glo > double(FLT_MAX)) {
-        lo_f = INFINITY;
-      } else {
-        lo_f = static_cast<float>(glo);
-        if (double(lo_f) < glo) lo_f = std::nextafter(lo_f, INFINITY);
-      }
-      if (ghi != ghi) {
-      } else if (ghi > double(FLT_MAX)) {
-        hi_f = FLT_MAX;
-      } else if (ghi < -double(FLT_MAX)) {
-        hi_f = -INFINITY;
-      } else {
-        hi_f = static_cast<float>(ghi);
-        if (double(hi_f) > ghi) hi_f = std::nextafter(hi_f, -INFINITY);
-      }
+      float lo_f, hi_f;
+      float_interval(glo, ghi, lo_f, hi_f);
+      if (lo_f < -FLT_MAX) lo_f = -FLT_MAX;  // -inf is not finite: it must fail (NaN stays NaN)
+      if (hi_f > FLT_MAX) hi_f = FLT_MAX;
       lo_fv = vf{} + lo_f;
       hi_fv = vf{} + hi_f;
     }
