@@ -49,6 +49,11 @@ void gemm_cases(const std::function<void(const SelftestCase&)>& report) {
       // The persistent TMA kernel: an odd N (its stores go one by one), and about 4 tiles per block, so the
       // ring's phases carry across tiles (2 K slices each, a K tail).
       {1100, 272, 4099, false, true, false}, {2050, 136, 8190, true, true, false},
+      // More tile counts for the TMA kernel's waves (132 SMs): 561 tiles (4 full waves, then 33 in quarters), 528
+      // with one K slice each (4 full waves, no tail), 352 and 512 (last waves of 88 and 116: too large to split),
+      // with M and N tails; these also ran session 12's persistent and cluster kernels (notes/issue18-gemm-tma.md).
+      {2050, 136, 8196, true, true, false},  {2000, 48, 8200, false, true, false},
+      {1400, 208, 8188, true, false, false}, {1960, 272, 8180, false, true, false},
       // The TMA kernel's last partial wave split into parts (132 SMs: 1100 x 4100 above leaves 21 tiles, split in
       // quarters; 8 x 21 = 168 tiles here leave 36, split in halves; N tails make parts past the last column).
       {1024, 400, 5371, true, true, false},
