@@ -447,12 +447,14 @@ void ErrorPanel::onJobFinished() {
 
 void ErrorPanel::onFinished() {
   m_refreshTimer.stop();
+  // Count and time first: the status bar cuts a long tensor label (a synthetic one names its size too) at 1280 px.
   if (!m_pendingKeys.isEmpty())
-    emit message(QStringLiteral("Error tab: %1 scheme%2 on %3 (%4 values) in %5 ms")
+    emit message(QStringLiteral("Error tab: %1 scheme%2, %3 values, in %4 ms: %5")
                      .arg(m_pendingKeys.size())
                      .arg(m_pendingKeys.size() == 1 ? "" : "s")
-                     .arg(tensorLabel(), errortext::count(m_tensor.size()))
-                     .arg(m_clock.elapsed()));
+                     .arg(errortext::count(m_tensor.size()))
+                     .arg(m_clock.elapsed())
+                     .arg(tensorLabel()));
   m_pendingKeys.clear();
   refresh();
   setBusy(false);
