@@ -65,6 +65,16 @@ QS_AI inline bool none_set(vi m) {
 #endif
 }
 
+// The lean (non-saturating) instance keeps a chunk or tile while it redoes at most 1 vector or pair in 16.
+QS_AI inline bool lean_pays(std::size_t redone, std::size_t total) { return redone * 16 <= total; }
+// Overflows counted since `before`, over every lane.
+QS_AI inline std::size_t overflows_since(vu now, vu before) {
+  const vu d = now - before;
+  uint32_t c = 0;
+  for (int l = 0; l < N; ++l) c += d[l];
+  return c;
+}
+
 // ~m & x in one instruction: GCC builds a != 0 as two compares and an and, where vpandn takes the a == 0 mask.
 QS_AI inline vi andnot(vi m, vi x) {
 #if defined(__AVX2__) && QS_LANES == 8
@@ -513,7 +523,7 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
           put(i, v0);
           put(i + N, v1);
         }
-        lean = redo * 16 <= pairs;
+        lean = lean_pays(redo, pairs);
         continue;
       }
     }
@@ -541,12 +551,8 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
       put(i, v0);
       put(i + N, v1);
     }
-    if constexpr (Lean) {  // overflows counted in this chunk: at most as many pairs the lean instance would redo
-      const vu d = ovf - ovf_before;
-      uint32_t c = 0;
-      for (int l = 0; l < N; ++l) c += d[l];
-      lean = std::size_t(c) * 16 <= pairs;
-    }
+    // Overflows counted in this chunk: at most as many pairs the lean instance would redo.
+    if constexpr (Lean) lean = lean_pays(overflows_since(ovf, ovf_before), pairs);
   }
   // Stochastic with saturation: the same two instances. A tile (kTile values) starts under the one the last
   // tile ended with; the lean one hands the rest of the tile over once it has redone 1 vector in 16 of it.
@@ -562,7 +568,7 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
       if constexpr (G) p.scale = scales[i >> shift];
       if (__builtin_expect(!none_set(fast_values<true, Scaled, false, 0, NZ>(p, x0, r0, zmax, o0, u0, v0)), 0)) {
         p0.scale = p.scale, v0 = full_vector<true, Scaled, Sat, 0, NZ>(p0, x0, r0, zmax, slow);
-        lean = ++redo * 16 <= vectors;
+        lean = lean_pays(++redo, vectors);
       }
       put(i, v0);
       i += N;
@@ -584,12 +590,8 @@ qs::EncodeStats fast_loop(const qs::KernelParams& params, const qs::EncodeJob& j
     i += N;
   }
   if constexpr (Stoch && Sat) {
-    if (full_vectors) {  // overflows counted: at most as many vectors the lean instance would redo
-      const vu d = ovf - ovf_tile;
-      uint32_t c = 0;
-      for (int l = 0; l < N; ++l) c += d[l];
-      lean = std::size_t(c) * 16 <= full_vectors;
-    }
+    // Overflows counted: at most as many vectors the lean instance would redo.
+    if (full_vectors) lean = lean_pays(overflows_since(ovf, ovf_tile), full_vectors);
   }
   }
 #if defined(__AVX2__) || defined(__AVX512F__)
