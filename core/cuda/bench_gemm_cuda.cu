@@ -5,11 +5,17 @@
 // order: what the kernel before leaves behind (the clocks a power-capped GPU has come down to after a heavy
 // kernel, or kept after a light one) and drift over the benchmark hit every row alike. The median of all of a
 // kernel's runs. Rows come out baselines first, so every row can carry its ratios.
+// Each timed run is one call between two events on an idle GPU, so it includes the host's time to submit the
+// call (cublasLtMatmul 17-27 us, our launcher 8-11 us on the H100 host, session 13). Diagnostics:
+// QS_BENCH_BATCH=n times n calls back to back per event pair (the kernels' steady rate, no host time), and
+// QS_BENCH_HOST=1 notes each kernel's host submission time.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -188,6 +194,19 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
       row.checked = R * std::size_t(N);
       const double first = detail::median_seconds(fn, 1, nullptr);
       row.reps = std::clamp(int(std::ceil(cfg.min_seconds / std::max(first, 1e-9))), std::max(1, cfg.reps), 1000);
+      if (std::getenv("QS_BENCH_HOST")) {  // diagnostics: how long the host takes to submit one call
+        std::vector<float> us;
+        for (int k = 0; k < 31; ++k) {
+          check(cudaDeviceSynchronize(), "sync");
+          const auto t0 = std::chrono::steady_clock::now();
+          fn();
+          us.push_back(std::chrono::duration<float, std::micro>(std::chrono::steady_clock::now() - t0).count());
+        }
+        check(cudaDeviceSynchronize(), "sync");
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.1f us", detail::median_of(us) * 1e3);
+        note("host submit " + name + " " + dims + ": " + buf);
+      }
       pending.push_back({row, fn, {}});
     };
     // Times the checked kernels in rounds (see the top of the file) and emits their rows in order.
@@ -195,6 +214,8 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
       const int n = int(pending.size());
       int rounds = std::max(n, 1);
       if (const char* e = std::getenv("QS_BENCH_ROUNDS")) rounds = std::max(1, std::atoi(e));  // 1: one kernel after another
+      int batch = 1;
+      if (const char* e = std::getenv("QS_BENCH_BATCH")) batch = std::max(1, std::atoi(e));
       for (int r = 0; r < rounds; ++r)
         for (int i = 0; i < n; ++i) {
           Pending& p = pending[std::size_t((r + i) % n)];  // round r starts at kernel r: every kernel in every place
@@ -203,7 +224,14 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
             pending.clear();
             return;
           }
-          detail::time_runs(p.fn, (p.row.reps + rounds - 1 - r) / rounds, nullptr, p.ms);
+          if (batch == 1) {
+            detail::time_runs(p.fn, (p.row.reps + rounds - 1 - r) / rounds, nullptr, p.ms);
+          } else {  // QS_BENCH_BATCH=n: n calls back to back between the events (no idle gap, no host latency)
+            const std::size_t from = p.ms.size();
+            detail::time_runs([&] { for (int b = 0; b < batch; ++b) p.fn(); },
+                              std::max(1, (p.row.reps + rounds - 1 - r) / rounds / batch), nullptr, p.ms);
+            for (std::size_t j = from; j < p.ms.size(); ++j) p.ms[j] /= float(batch);
+          }
         }
       for (Pending& p : pending) {
         BenchGemmRow& row = p.row;
