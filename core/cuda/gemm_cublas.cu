@@ -183,8 +183,16 @@ struct GemmLibrary::Impl {
     lib().p_cublasLtMatmulAlgoConfigGetAttribute(&p->algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, nullptr);
     lib().p_cublasLtMatmulAlgoConfigGetAttribute(&p->algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, nullptr);
     lib().p_cublasLtMatmulAlgoConfigGetAttribute(&p->algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, nullptr);
+    int32_t splitk = -1;
+    uint32_t swizzle = 0, custom = 0;
+    uint16_t cluster = 0;
+    lib().p_cublasLtMatmulAlgoConfigGetAttribute(&p->algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, nullptr);
+    lib().p_cublasLtMatmulAlgoConfigGetAttribute(&p->algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swizzle, sizeof swizzle, nullptr);
+    lib().p_cublasLtMatmulAlgoConfigGetAttribute(&p->algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &custom, sizeof custom, nullptr);
+    lib().p_cublasLtMatmulAlgoConfigGetAttribute(&p->algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster, nullptr);
     p->name = "algo " + std::to_string(id) + " tile " + std::to_string(tile) + " stages " + std::to_string(stages) +
-              " (fastest of " + std::to_string(found) + " heuristic candidates, #" + std::to_string(best_i + 1) + ")";
+              " split-k " + std::to_string(splitk) + " swizzle " + std::to_string(swizzle) + " custom " +
+              std::to_string(custom) + " cluster " + std::to_string(cluster) + " (fastest of " + std::to_string(found) + " heuristic candidates, #" + std::to_string(best_i + 1) + ")";
     slot = std::move(p);
     return *slot;
   }
