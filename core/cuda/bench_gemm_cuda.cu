@@ -224,14 +224,12 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
             pending.clear();
             return;
           }
-          if (batch == 1) {
-            detail::time_runs(p.fn, (p.row.reps + rounds - 1 - r) / rounds, nullptr, p.ms);
-          } else {  // QS_BENCH_BATCH=n: n calls back to back between the events (no idle gap, no host latency)
-            const std::size_t from = p.ms.size();
-            detail::time_runs([&] { for (int b = 0; b < batch; ++b) p.fn(); },
-                              std::max(1, (p.row.reps + rounds - 1 - r) / rounds / batch), nullptr, p.ms);
-            for (std::size_t j = from; j < p.ms.size(); ++j) p.ms[j] /= float(batch);
-          }
+          // `batch` calls back to back between the events (QS_BENCH_BATCH; 1 by default), each run's time divided.
+          const int share = (p.row.reps + rounds - 1 - r) / rounds;
+          const std::size_t from = p.ms.size();
+          detail::time_runs([&] { for (int b = 0; b < batch; ++b) p.fn(); }, share > 0 ? std::max(1, share / batch) : 0,
+                            nullptr, p.ms);
+          for (std::size_t j = from; j < p.ms.size(); ++j) p.ms[j] /= float(batch);
         }
       for (Pending& p : pending) {
         BenchGemmRow& row = p.row;

@@ -192,7 +192,8 @@ struct GemmLibrary::Impl {
     lib().p_cublasLtMatmulAlgoConfigGetAttribute(&p->algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster, nullptr);
     p->name = "algo " + std::to_string(id) + " tile " + std::to_string(tile) + " stages " + std::to_string(stages) +
               " split-k " + std::to_string(splitk) + " swizzle " + std::to_string(swizzle) + " custom " +
-              std::to_string(custom) + " cluster " + std::to_string(cluster) + " (fastest of " + std::to_string(found) + " heuristic candidates, #" + std::to_string(best_i + 1) + ")";
+              std::to_string(custom) + " cluster " + std::to_string(cluster) + " (fastest of " + std::to_string(found) +
+              " heuristic candidates, #" + std::to_string(best_i + 1) + ")";
     slot = std::move(p);
     return *slot;
   }
