@@ -108,7 +108,8 @@ __device__ __forceinline__ void wgmma_m64k32(int (&d)[128], uint64_t da, uint64_
       : "l"(da), "l"(db), "r"(1));
 }
 
-__device__ __forceinline__ void wgmma_m64k32(int (&d)[64], uint64_t da, uint64_t db) {
+// scale_d == 0: D = A * B (the accumulators' old values are ignored: a tile's first MMA needs no zeroing).
+__device__ __forceinline__ void wgmma_m64k32(int (&d)[64], uint64_t da, uint64_t db, int scale_d = 1) {
   asm volatile(
       "{\n"
       ".reg .pred p;\n"
@@ -128,7 +129,7 @@ __device__ __forceinline__ void wgmma_m64k32(int (&d)[64], uint64_t da, uint64_t
         "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
         "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63])
-      : "l"(da), "l"(db), "r"(1));
+      : "l"(da), "l"(db), "r"(scale_d));
 }
 
 __device__ __forceinline__ void wgmma_m64k32(int (&d)[32], uint64_t da, uint64_t db) {
@@ -397,6 +398,331 @@ __global__ void __launch_bounds__(C::kThreads + 32, C::kMinBlocks)  // two consu
 #endif
 }
 
+// ---------------------------------------------------------------------------------------------------
+// Ping-pong (the shape of kernel cuBLASLt runs for these products, as Nsight Compute shows it: 132 persistent
+// blocks of 384 threads, 168 registers, 128 x 128 x 128 tiles, a producer warpgroup that gives its registers
+// to two consumer warpgroups). One block per SM walks the tiles blockIdx.x, + gridDim.x, ...; warpgroup 0 is
+// the producer (one thread issues the TMA loads of every tile's K slices, in tile order, into a ring of
+// kPpStages slots); warpgroups 1 and 2 are consumers that take the block's tiles in turn (even ones, odd ones),
+// each computing a whole 128 x 128 tile in 128 accumulator registers (two m64n128k32 MMAs per 32-byte K step).
+// While one consumer multiplies, the other stores its finished tile straight from registers, so a tile's
+// epilogue hides behind the next tile's MMAs instead of stalling the SM (the one-block-per-tile kernel above
+// pays it on every tile: ~10 % more cycles than cuBLASLt at 4096^3, measured with ncu). Slot q of the block's
+// continuous slice count is slot q % S in phase (q / S) & 1; each consumer knows its tiles' q directly.
+// The ring has 6 slots (7 fit, as in cuBLASLt's kernel, but the seventh's 32 KiB hold the staging buffers of
+// the epilogue: 4 KiB per consumer warp; see pp_store_tile_staged).
+constexpr int kPpStages = 6, kPpStageBytes = 2 * 128 * 128;  // A and B slices of 128 rows x 128 bytes
+constexpr int kPpStagingBytes = 8 * 16 * 64 * 4;            // 8 consumer warps x 16 rows x 64 int32
+constexpr int kPpSmem = kPpStages * kPpStageBytes + kPpStagingBytes + 1024 + 16 * kPpStages;  // + alignment, mbarriers
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Rows `row` (and `row` + 8 where the fragment says so) of one 64 x 128 accumulator half, columns n0 + ...:
+// the m16n8 fragment (acc[4 j .. 4 j + 3]: columns 8 j + 2 t, + 1 of rows g and g + 8). Neighbouring lanes
+// (t, t ^ 1) swap a pair so that each lane holds four consecutive columns of one row (even t: row g, odd t:
+// row g + 8), stored as one 16-byte (float16: 8-byte) write.
+template <int O>
+__device__ __forceinline__ void pp_store_tile(const Epi& e, const int (&a0)[64], const int (&a1)[64], int m0, int n0) {
+  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
+  const bool odd = t & 1;
+  if ((e.N & 3) != 0) {  // rows not 16-byte aligned: element by element, from the fragment as it is
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = m0 + 64 * h + 16 * w + g;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        const int c = n0 + 8 * j + 2 * t;
+        const int* a = h ? a1 : a0;
+        store_one<O>(e, r, c, a[4 * j]);
+        store_one<O>(e, r, c + 1, a[4 * j + 1]);
+        store_one<O>(e, r + 8, c, a[4 * j + 2]);
+        store_one<O>(e, r + 8, c + 1, a[4 * j + 3]);
+      }
+    }
+    return;
+  }
+  const int r0 = m0 + 16 * w + g + (odd ? 8 : 0), r1 = r0 + 64;
+  float sa0 = 0.0f, sa1 = 0.0f;
+  if constexpr (O == kOutF32 || O == kOutF16) {
+    sa0 = __ldg(e.sa + std::size_t(min(r0, e.M - 1)) * e.sa_step);
+    sa1 = __ldg(e.sa + std::size_t(min(r1, e.M - 1)) * e.sa_step);
+  }
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int c = n0 + 8 * j + 4 * (t >> 1);
+    int v[2][4];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int* a = h ? a1 : a0;
+      const int x0 = __shfl_xor_sync(0xffffffffu, odd ? a[4 * j] : a[4 * j + 2], 1);
+      const int x1 = __shfl_xor_sync(0xffffffffu, odd ? a[4 * j + 1] : a[4 * j + 3], 1);
+      v[h][0] = odd ? x0 : a[4 * j];
+      v[h][1] = odd ? x1 : a[4 * j + 1];
+      v[h][2] = odd ? a[4 * j + 2] : x0;
+      v[h][3] = odd ? a[4 * j + 3] : x1;
+    }
+    if (c >= e.N) continue;  // N % 4 == 0: the four columns are all inside or all outside
+    if constexpr (O == kOutI32) {
+      int32_t* Y = static_cast<int32_t*>(e.Y);
+      if (r0 < e.M) *reinterpret_cast<int4*>(Y + std::size_t(r0) * e.N + c) = make_int4(v[0][0], v[0][1], v[0][2], v[0][3]);
+      if (r1 < e.M) *reinterpret_cast<int4*>(Y + std::size_t(r1) * e.N + c) = make_int4(v[1][0], v[1][1], v[1][2], v[1][3]);
+    } else {
+      float sb[4], bb[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        sb[i] = __ldg(e.sb + std::size_t(c + i) * e.sb_step);
+        bb[i] = e.bias ? __ldg(e.bias + c + i) : 0.0f;
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = h ? r1 : r0;
+        if (r >= e.M) continue;
+        const float s = h ? sa1 : sa0;
+        float y[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) y[i] = dequant_one(v[h][i], s, sb[i], bb[i]);
+        const std::size_t at = std::size_t(r) * e.N + c;
+        if constexpr (O == kOutF32) {
+          *reinterpret_cast<float4*>(static_cast<float*>(e.Y) + at) = make_float4(y[0], y[1], y[2], y[3]);
+        } else {
+          const __half2 lo = __halves2half2(__float2half_rn(y[0]), __float2half_rn(y[1]));
+          const __half2 hi = __halves2half2(__float2half_rn(y[2]), __float2half_rn(y[3]));
+          uint2 u;
+          u.x = *reinterpret_cast<const uint32_t*>(&lo);
+          u.y = *reinterpret_cast<const uint32_t*>(&hi);
+          *reinterpret_cast<uint2*>(static_cast<__half*>(e.Y) + at) = u;
+        }
+      }
+    }
+  }
+}
+
+// The tile through shared memory, warp by warp (N % 4 == 0): each consumer warp owns 16 rows of each 64-row
+// half; it writes them 64 columns at a time into its own 4 KiB (16-byte chunk c of row r at chunk
+// c ^ 2 (r % 8): the fragment's 8-byte writes and the row reads are both free of bank conflicts), then
+// reads them back as rows, so that every store instruction writes two rows of 256 contiguous bytes (the
+// register-direct stores above write 32 bytes in each of 16 rows: 4x the L1 and L2 requests).
+template <int O>
+__device__ __forceinline__ void pp_store_tile_staged(const Epi& e, const int (&a0)[64], const int (&a1)[64], int m0,
+                                                     int n0, int32_t* stg) {
+  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
+  const int rr = lane >> 4, cc = lane & 15;  // read-back: row parity and 16-byte chunk of this lane
+  // Every scale and bias this lane needs, loaded up front at clamped indices (no load waits behind a store or
+  // a branch: one at a time, the 16 row scales alone cost more than the other consumer's main loop).
+  float sa[2][8], sb[2][4], bb[2][4];
+  if constexpr (O == kOutF32 || O == kOutF16) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int it = 0; it < 8; ++it)
+        sa[h][it] = __ldg(e.sa + std::size_t(min(m0 + 64 * h + 16 * w + 2 * it + rr, e.M - 1)) * e.sa_step);
+#pragma unroll
+    for (int cb = 0; cb < 2; ++cb)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int col = min(n0 + 64 * cb + 4 * cc + i, e.N - 1);
+        sb[cb][i] = __ldg(e.sb + std::size_t(col) * e.sb_step);
+        bb[cb][i] = e.bias ? __ldg(e.bias + col) : 0.0f;
+      }
+  }
+#pragma unroll
+  for (int cb = 0; cb < 2; ++cb) {
+    const int gc = n0 + 64 * cb + 4 * cc;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int* a = h ? a1 : a0;
+      __syncwarp();  // the previous pass's reads are done
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj) {
+        const int j = 8 * cb + jj, chunk = (2 * jj + (t >> 1)) ^ (2 * (g & 7)), word = chunk * 4 + 2 * (t & 1);
+        *reinterpret_cast<int2*>(stg + g * 64 + word) = make_int2(a[4 * j], a[4 * j + 1]);
+        *reinterpret_cast<int2*>(stg + (g + 8) * 64 + word) = make_int2(a[4 * j + 2], a[4 * j + 3]);
+      }
+      __syncwarp();
+      if (gc >= e.N) continue;  // N % 4 == 0: the lane's four columns are all inside or all outside
+#pragma unroll
+      for (int it = 0; it < 8; ++it) {
+        const int r = 2 * it + rr, gr = m0 + 64 * h + 16 * w + r;
+        const int4 v = *reinterpret_cast<const int4*>(stg + r * 64 + ((cc ^ (2 * (r & 7))) * 4));
+        if (gr >= e.M) continue;
+        const std::size_t at = std::size_t(gr) * e.N + gc;
+        if constexpr (O == kOutI32) {
+          *reinterpret_cast<int4*>(static_cast<int32_t*>(e.Y) + at) = v;
+        } else {
+          const int32_t x[4] = {v.x, v.y, v.z, v.w};
+          float y[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) y[i] = dequant_one(x[i], sa[h][it], sb[cb][i], bb[cb][i]);
+          if constexpr (O == kOutF32) {
+            *reinterpret_cast<float4*>(static_cast<float*>(e.Y) + at) = make_float4(y[0], y[1], y[2], y[3]);
+          } else {
+            const __half2 lo = __halves2half2(__float2half_rn(y[0]), __float2half_rn(y[1]));
+            const __half2 hi = __halves2half2(__float2half_rn(y[2]), __float2half_rn(y[3]));
+            uint2 u;
+            u.x = *reinterpret_cast<const uint32_t*>(&lo);
+            u.y = *reinterpret_cast<const uint32_t*>(&hi);
+            *reinterpret_cast<uint2*>(static_cast<__half*>(e.Y) + at) = u;
+          }
+        }
+      }
+    }
+  }
+}
+#endif
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Clusters of two blocks: a TMA load written into both blocks' shared memory (same offset), each block's
+// mbarrier counting its bytes.
+__device__ __forceinline__ void tma_load_2d_mc(uint32_t dst, const CUtensorMap* map, int c0, int c1, uint32_t bar,
+                                               uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n"
+      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask) : "memory");
+}
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// An arrival on this block's barrier (if `local`) and on the peer block's barrier at the same offset (if
+// `remote`): one asm, predicated inside, because a lane-dependent branch between a wgmma and its wait makes
+// ptxas serialize the MMA pipeline (C7515).
+__device__ __forceinline__ void mbar_arrive_pair_if(uint32_t bar, uint32_t peer, int local, int remote) {
+  asm volatile(
+      "{\n"
+      ".reg .pred pl, pr;\n"
+      ".reg .b32 ra;\n"
+      "setp.ne.b32 pl, %2, 0;\n"
+      "setp.ne.b32 pr, %3, 0;\n"
+      "mapa.shared::cluster.u32 ra, %0, %1;\n"
+      "@pl mbarrier.arrive.shared::cta.b64 _, [%0];\n"
+      "@pr mbarrier.arrive.shared::cluster.b64 _, [ra];\n"
+      "}\n" ::"r"(bar), "r"(peer), "r"(local), "r"(remote) : "memory");
+}
+__device__ __forceinline__ void cluster_sync_all() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+#endif
+
+// Clusters of two blocks on vertically adjacent tiles (tile rows 2 u and 2 u + 1 of one tile column) share
+// B's slice: each block loads its own A (128 rows) and one half of B (64 rows) into both blocks' rings, so L2
+// serves 3/4 of the bytes per MMA that lone blocks need (lone blocks: 0.73-0.79x cuBLASLt, pairs 0.86-0.96x,
+// H100, same calls). A slot is refilled only when the consumers of both blocks are done with it (one arrival
+// per consumer warp on either block's "empty" barrier).
+template <int O>
+__global__ void __launch_bounds__(384, 1)
+    gemm_int8_pingpong_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, int M,
+                              int K, int N, Epi e) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int BK = 128, S = kPpStages, CL = 2;
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t sbase = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  const uint32_t staging = sbase + S * kPpStageBytes;  // 4 KiB per consumer warp
+  const uint32_t full0 = staging + kPpStagingBytes, empty0 = full0 + 8 * S;
+  const int tiles_m = (M + 127) / 128, tiles_n = (N + 127) / 128;
+  const int units_m = (tiles_m + CL - 1) / CL, units = units_m * tiles_n;  // a unit: the cluster's CL tiles
+  const int unit0 = int(blockIdx.x) / CL, units_step = int(gridDim.x) / CL;
+  const uint32_t rank = cluster_rank();
+  const int KT = (K + BK - 1) / BK;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbar_init(full0 + 8 * s, 1);
+      mbar_init(empty0 + 8 * s, 8);  // each consumer warp of both blocks
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  cluster_sync_all();  // both blocks' barriers exist before the peer's loads or arrivals
+  const int wg = threadIdx.x >> 7;
+  if (wg == 0) {  // the producer: its registers go to the consumers
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    // Warp 0 walks the slices in step and lane 0 issues the loads. (Lane 0 alone in the loop while its warp's
+    // other lanes wait at the closing cluster barrier starved the consumers: ~20 % more cycles at 4096^3.)
+    if (threadIdx.x < 32) {
+      const bool leader = threadIdx.x == 0;
+      if (leader) {
+        asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmA)) : "memory");
+        asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmB)) : "memory");
+      }
+      uint32_t q = 0;
+      for (int unit = unit0; unit < units; unit += units_step) {
+        int um, tn;
+        tile_of(unit, units_m, tiles_n, 8 / CL, um, tn);
+        const int tm = um * CL + int(rank);  // past the last tile row (odd tiles_m): zero-filled A, nothing stored
+        for (int kt = 0; kt < KT; ++kt, ++q) {
+          const uint32_t s = q % S;
+          if (q >= S) mbar_wait(empty0 + 8 * s, (q / S - 1) & 1);
+          const uint32_t full = full0 + 8 * s, sA = sbase + s * kPpStageBytes, sB = sA + kPpStageBytes / 2;
+          if (leader) {
+            mbar_expect_tx(full, kPpStageBytes);
+            tma_load_2d(sA, &tmA, kt * BK, tm * 128, full);
+            tma_load_2d_mc(sB + rank * (kPpStageBytes / 4), &tmB, kt * BK, tn * 128 + int(rank) * 64, full, uint16_t(3));
+          }
+          __syncwarp();
+        }
+      }
+    }
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    const int c = wg - 1, lane = threadIdx.x & 31;
+    const int arrive_local = lane == 0, arrive_peer = lane == 1;
+    auto release = [&](uint32_t slot) {  // this consumer's MMAs are done with the slot, in both blocks
+      mbar_arrive_pair_if(empty0 + 8 * slot, rank ^ 1u, arrive_local, arrive_peer);
+    };
+    int a0[64], a1[64];
+    for (int i = c, unit = unit0 + c * units_step; unit < units; i += 2, unit += 2 * units_step) {
+      int um, tn;
+      tile_of(unit, units_m, tiles_n, 8 / CL, um, tn);
+      const int tm = um * CL + int(rank);
+      // The two consumers' main loops take turns (named barriers 2: consumer 0 -> 1, 3: 1 -> 0): a consumer
+      // waits on slot q % S only after every slice before q - S has been awaited, so the slot's phase parity
+      // cannot be two phases ahead of its barrier. The other's epilogue runs meanwhile.
+      if (i > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(c ? 2 : 3) : "memory");
+      uint32_t q = uint32_t(i) * uint32_t(KT);
+      for (int kt = 0; kt < KT; ++kt, ++q) {
+        const uint32_t s = q % S;
+        mbar_wait(full0 + 8 * s, (q / S) & 1);
+        const uint32_t sA = sbase + s * kPpStageBytes, sB = sA + kPpStageBytes / 2;
+#pragma unroll
+        for (int r = 0; r < 64; ++r) {
+          fence_operand(a0[r]);
+          fence_operand(a1[r]);
+        }
+        wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < BK / 32; ++k) {
+          const int keep = kt > 0 || k > 0;  // a tile's first MMA overwrites the previous tile's sums
+          wgmma_m64k32(a0, smem_desc<BK>(sA + 32 * k), smem_desc<BK>(sB + 32 * k), keep);
+          wgmma_m64k32(a1, smem_desc<BK>(sA + 64 * BK + 32 * k), smem_desc<BK>(sB + 32 * k), keep);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();
+#pragma unroll
+        for (int r = 0; r < 64; ++r) {
+          fence_operand(a0[r]);
+          fence_operand(a1[r]);
+        }
+        if (kt > 0) release((q - 1) % S);
+      }
+      if (unit + int(units_step) < units) asm volatile("bar.arrive %0, 256;\n" ::"r"(c ? 3 : 2) : "memory");
+      wgmma_wait<0>();  // every MMA of the tile retired: the sums are final
+#pragma unroll
+      for (int r = 0; r < 64; ++r) {
+        fence_operand(a0[r]);
+        fence_operand(a1[r]);
+      }
+      release((q - 1) % S);  // the tile's last slice
+      if ((e.N & 3) == 0) {
+        int32_t* stg = reinterpret_cast<int32_t*>(smem_raw + (staging - smem_addr(smem_raw))) + (threadIdx.x / 32 - 4) * 1024;
+        pp_store_tile_staged<O>(e, a0, a1, tm * 128, tn * 128, stg);
+      } else {
+        pp_store_tile<O>(e, a0, a1, tm * 128, tn * 128);
+      }
+    }
+  }
+  cluster_sync_all();  // no block leaves while its peer may still load into it or arrive
+#endif
+}
+
 __global__ void sm90a_probe_kernel(int* out) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   *out = 1;
@@ -437,22 +763,24 @@ EncodeTiledFn tensor_map_encoder() {
   return fn;
 }
 
+// An int8 operand of `rows` rows of K bytes in boxes of box_rows x 128 bytes (128-byte swizzle, zero fill past
+// the edges). False when the driver lacks the encoder or refuses the map.
+bool encode_operand(CUtensorMap* map, const int8_t* p, int rows, int K, int box_rows) {
+  const EncodeTiledFn encode = tensor_map_encoder();
+  if (!encode) return false;
+  const cuuint64_t dim[2] = {cuuint64_t(K), cuuint64_t(rows)}, stride[1] = {cuuint64_t(K)};
+  const cuuint32_t box[2] = {128, cuuint32_t(box_rows)}, one[2] = {1, 1};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<int8_t*>(p), dim, stride, box, one,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 template <typename C, int O>
 bool gemm_int8_wgmma_tma_launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s,
                                 int tile0 = 0, int blocks = -1, int sub = 1) {
-  const EncodeTiledFn encode = tensor_map_encoder();
-  if (!encode) return false;
+  static_assert(C::BK == 128, "the tensor maps' boxes are 128 bytes wide");
   CUtensorMap ta, tb;
-  const cuuint64_t dim_a[2] = {cuuint64_t(K), cuuint64_t(M)}, dim_b[2] = {cuuint64_t(K), cuuint64_t(N)};
-  const cuuint64_t stride[1] = {cuuint64_t(K)};
-  const cuuint32_t box_a[2] = {C::BK, C::BM}, box_b[2] = {C::BK, C::BN}, one[2] = {1, 1};
-  if (encode(&ta, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<int8_t*>(A), dim_a, stride, box_a, one,
-             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS ||
-      encode(&tb, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<int8_t*>(B), dim_b, stride, box_b, one,
-             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-    return false;
+  if (!encode_operand(&ta, A, M, K, C::BM) || !encode_operand(&tb, B, N, K, C::BN)) return false;
   auto* kernel = gemm_int8_wgmma_tma_kernel<C, O>;
   constexpr int kSmem = C::kSmem + 16 * C::kStages;  // the ring, its alignment slack, the mbarriers
   static std::once_flag once;
@@ -461,6 +789,44 @@ bool gemm_int8_wgmma_tma_launch(const int8_t* A, const int8_t* B, int M, int K, 
   });
   const long tiles = blocks >= 0 ? blocks : long((M + C::BM - 1) / C::BM) * ((N + C::BN - 1) / C::BN);
   if (tiles > 0) kernel<<<unsigned(tiles), C::kThreads + 32, kSmem, s>>>(ta, tb, M, K, N, e, tile0, sub);
+  return true;
+}
+
+// The ping-pong kernel over every 128 x 128 tile: one block per SM (fewer where there are fewer tiles), in
+// clusters of two. As many clusters as can be resident at once (GPCs need not hold an even number of free
+// SMs), so the persistent blocks never wait for each other's SMs. False where the encoder is missing.
+template <int O>
+bool gemm_int8_pingpong_launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
+  constexpr int CL = 2;
+  CUtensorMap ta, tb;
+  if (!encode_operand(&ta, A, M, K, 128) || !encode_operand(&tb, B, N, K, 128 / CL)) return false;
+  auto* kernel = gemm_int8_pingpong_kernel<O>;
+  constexpr int kSmem = kPpSmem;
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = CL;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.blockDim = dim3(384);
+  cfg.dynamicSmemBytes = kSmem;
+  cfg.stream = s;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  static int resident = 0;  // clusters that fit at once (queried once per process)
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "ping-pong kernel attribute");
+    cudaLaunchConfig_t q = cfg;
+    q.gridDim = dim3(unsigned(CL * sm_count()));
+    if (cudaOccupancyMaxActiveClusters(&resident, kernel, &q) != cudaSuccess || resident <= 0) {
+      cudaGetLastError();
+      resident = sm_count() / CL;
+    }
+  });
+  const long units = long((M + 128 * CL - 1) / (128 * CL)) * ((N + 127) / 128);
+  cfg.gridDim = dim3(unsigned(CL * std::min<long>(units, resident)));
+  check(cudaLaunchKernelEx(&cfg, kernel, ta, tb, M, K, N, e), "ping-pong kernel launch");
   return true;
 }
 
@@ -531,6 +897,24 @@ void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int 
     const char* load = std::getenv("QS_WGMMA_LOAD");
     if (!(load && std::strcmp(load, "cpasync") == 0)) {
       bool done = false;
+      // The ping-pong kernel for int32 output up to K = 4096: it hides each tile's epilogue behind the other
+      // consumer's MMAs, but its main loop runs a few per cent slower per K slice than the one-block-per-tile
+      // kernel's, and its float epilogue is not hidden. H100, ratios to cuBLASLt in the same calls (notes/
+      // issue18-gemm-tma.md, session 14), int32 out, one call per event pair / 20 back to back: 4096^3 0.97 /
+      // 0.84-0.86 against 0.95 / 0.80-0.81, 2048 x 4096 x 11008 0.97-0.98 / 0.87-0.89 against 0.90-0.91 /
+      // 0.82-0.87, 4096 x 2048 x 4096 1.06-1.08 / 0.92 against 0.93-0.95 / 0.80-0.83; but at K = 8192 8192^3
+      // 0.92-0.93 / 0.88-0.93 against 0.99-1.00 / 1.00-1.06, and float32 output 0.81-0.97 against 0.88-0.99.
+      // QS_WGMMA_PP=1 forces it (any output, any K), 0 turns it off (tuning).
+      const char* pp = std::getenv("QS_WGMMA_PP");
+      const bool use_pp = pp ? std::atoi(pp) == 1 : out == kOutI32 && K <= 4096;
+      if (use_pp && K > 0) {
+        switch (out) {
+          case kOutI32: done = gemm_int8_pingpong_launch<kOutI32>(A, B, M, K, N, e, s); break;
+          case kOutF32: done = gemm_int8_pingpong_launch<kOutF32>(A, B, M, K, N, e, s); break;
+          default: done = gemm_int8_pingpong_launch<kOutF16>(A, B, M, K, N, e, s); break;
+        }
+        if (done) return;
+      }
       switch (out) {
         case kOutI32: done = gemm_int8_wgmma_tma_tiles<kOutI32>(A, B, M, K, N, e, s); break;
         case kOutF32: done = gemm_int8_wgmma_tma_tiles<kOutF32>(A, B, M, K, N, e, s); break;

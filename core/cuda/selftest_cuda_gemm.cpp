@@ -44,7 +44,9 @@ void gemm_cases(const std::function<void(const SelftestCase&)>& report) {
       {5, 2048, 136, true, false, false},    {16, 4096, 520, false, false, false},
       // Enough 128 x 256 tiles to fill an H100 (153 >= 132 SMs): the TMA kernel, with tails in M, N and K.
       {1100, 272, 4100, true, true, false},  {1000, 272, 4100, false, true, false},
-      // More K slices than the ring holds, with a K tail (1040 = 8 x 128 + 16).
+      // More K slices than the ring holds, with a K tail (1040 = 8 x 128 + 16). With int32 output this runs the
+      // ping-pong kernel with more slices than its ring and a second tile per consumer: before its consumers
+      // took turns, one of them could pass a slot's barrier a phase early here (a launch failure on H100).
       {1030, 1040, 4100, true, true, false},
       // The persistent TMA kernel: an odd N (its stores go one by one), and about 4 tiles per block, so the
       // ring's phases carry across tiles (2 K slices each, a K tail).
