@@ -408,7 +408,7 @@ __global__ void __launch_bounds__(C::kThreads + 32, C::kMinBlocks)  // two consu
 // While one consumer multiplies, the other stores its finished tile straight from registers, so a tile's
 // epilogue hides behind the next tile's MMAs instead of stalling the SM (the one-block-per-tile kernel above
 // pays it on every tile: ~10 % more cycles than cuBLASLt at 4096^3, measured with ncu). Slot q of the block's
-// continuous slice count is slot q % S in phase (q / S) & 1; each consumer knows its tiles' q directly.
+// continuous slice count is slot q % S in phase (q / S) & 1; each consumer knows where its tiles' q start.
 // The ring has 6 slots (7 fit, as in cuBLASLt's kernel, but the seventh's 32 KiB hold the staging buffers of
 // the epilogue: 4 KiB per consumer warp; see pp_store_tile_staged).
 constexpr int kPpStages = 6, kPpStageBytes = 2 * 128 * 128;  // A and B slices of 128 rows x 128 bytes
@@ -643,14 +643,14 @@ __global__ void __launch_bounds__(384, 1)
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmA)) : "memory");
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmB)) : "memory");
       }
-      uint32_t q = 0;
+      uint32_t s = 0, phase = 0;  // slot and phase of the block's slice count q
+      bool first_round = true;    // q < S: the slot has never been filled
       for (int unit = unit0; unit < units; unit += units_step) {
         int um, tn;
         tile_of(unit, units_m, tiles_n, 8 / CL, um, tn);
         const int tm = um * CL + int(rank);  // past the last tile row (odd tiles_m): zero-filled A, nothing stored
-        for (int kt = 0; kt < KT; ++kt, ++q) {
-          const uint32_t s = q % S;
-          if (q >= S) mbar_wait(empty0 + 8 * s, (q / S - 1) & 1);
+        for (int kt = 0; kt < KT; ++kt) {
+          if (!first_round) mbar_wait(empty0 + 8 * s, phase ^ 1u);
           const uint32_t full = full0 + 8 * s, sA = sbase + s * kPpStageBytes, sB = sA + kPpStageBytes / 2;
           if (leader) {
             mbar_expect_tx(full, kPpStageBytes);
@@ -658,6 +658,11 @@ __global__ void __launch_bounds__(384, 1)
             tma_load_2d_mc(sB + rank * (kPpStageBytes / 4), &tmB, kt * BK, tn * 128 + int(rank) * 64, full, uint16_t(3));
           }
           __syncwarp();
+          if (++s == S) {
+            s = 0;
+            phase ^= 1u;
+            first_round = false;
+          }
         }
       }
     }
@@ -668,6 +673,7 @@ __global__ void __launch_bounds__(384, 1)
     auto release = [&](uint32_t slot) {  // this consumer's MMAs are done with the slot, in both blocks
       mbar_arrive_pair_if(empty0 + 8 * slot, rank ^ 1u, arrive_local, arrive_peer);
     };
+    const uint64_t d0 = smem_desc<BK>(sbase);  // A of slot 0
     int a0[64], a1[64];
     for (int i = c, unit = unit0 + c * units_step; unit < units; i += 2, unit += 2 * units_step) {
       int um, tn;
@@ -677,11 +683,13 @@ __global__ void __launch_bounds__(384, 1)
       // waits on slot q % S only after every slice before q - S has been awaited, so the slot's phase parity
       // cannot be two phases ahead of its barrier. The other's epilogue runs meanwhile.
       if (i > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(c ? 2 : 3) : "memory");
-      uint32_t q = uint32_t(i) * uint32_t(KT);
-      for (int kt = 0; kt < KT; ++kt, ++q) {
-        const uint32_t s = q % S;
-        mbar_wait(full0 + 8 * s, (q / S) & 1);
-        const uint32_t sA = sbase + s * kPpStageBytes, sB = sA + kPpStageBytes / 2;
+      const uint32_t q0 = uint32_t(i) * uint32_t(KT);
+      uint32_t s = q0 % S, phase = (q0 / S) & 1, prev = 0;  // slot and phase of slice q, then incremented
+      for (int kt = 0; kt < KT; ++kt) {
+        mbar_wait(full0 + 8 * s, phase);
+        // The slot's descriptors: slot 0's plus the offset in 16-byte units (shared addresses stay below 2^18,
+        // so the 14-bit address field never carries); + 2 per 32-byte K step, + 512 for A's rows 64-127.
+        const uint64_t dA = d0 + (s * kPpStageBytes >> 4), dB = dA + (kPpStageBytes / 2 >> 4);
 #pragma unroll
         for (int r = 0; r < 64; ++r) {
           fence_operand(a0[r]);
@@ -691,8 +699,8 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
         for (int k = 0; k < BK / 32; ++k) {
           const int keep = kt > 0 || k > 0;  // a tile's first MMA overwrites the previous tile's sums
-          wgmma_m64k32(a0, smem_desc<BK>(sA + 32 * k), smem_desc<BK>(sB + 32 * k), keep);
-          wgmma_m64k32(a1, smem_desc<BK>(sA + 64 * BK + 32 * k), smem_desc<BK>(sB + 32 * k), keep);
+          wgmma_m64k32(a0, dA + 2 * k, dB + 2 * k, keep);
+          wgmma_m64k32(a1, dA + (64 * BK >> 4) + 2 * k, dB + 2 * k, keep);
         }
         wgmma_commit();
         wgmma_wait<1>();
@@ -701,7 +709,12 @@ __global__ void __launch_bounds__(384, 1)
           fence_operand(a0[r]);
           fence_operand(a1[r]);
         }
-        if (kt > 0) release((q - 1) % S);
+        if (kt > 0) release(prev);
+        prev = s;
+        if (++s == S) {
+          s = 0;
+          phase ^= 1u;
+        }
       }
       if (unit + int(units_step) < units) asm volatile("bar.arrive %0, 256;\n" ::"r"(c ? 3 : 2) : "memory");
       wgmma_wait<0>();  // every MMA of the tile retired: the sums are final
@@ -710,7 +723,7 @@ __global__ void __launch_bounds__(384, 1)
         fence_operand(a0[r]);
         fence_operand(a1[r]);
       }
-      release((q - 1) % S);  // the tile's last slice
+      release(prev);  // the tile's last slice
       if ((e.N & 3) == 0) {
         int32_t* stg = reinterpret_cast<int32_t*>(smem_raw + (staging - smem_addr(smem_raw))) + (threadIdx.x / 32 - 4) * 1024;
         pp_store_tile_staged<O>(e, a0, a1, tm * 128, tn * 128, stg);
@@ -897,16 +910,15 @@ void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int 
     const char* load = std::getenv("QS_WGMMA_LOAD");
     if (!(load && std::strcmp(load, "cpasync") == 0)) {
       bool done = false;
-      // The ping-pong kernel for int32 output up to K = 4096: it hides each tile's epilogue behind the other
-      // consumer's MMAs, but its main loop runs a few per cent slower per K slice than the one-block-per-tile
-      // kernel's, and its float epilogue is not hidden. H100, ratios to cuBLASLt in the same calls (notes/
-      // issue18-gemm-tma.md, session 14), int32 out, one call per event pair / 20 back to back: 4096^3 0.97 /
-      // 0.84-0.86 against 0.95 / 0.80-0.81, 2048 x 4096 x 11008 0.97-0.98 / 0.87-0.89 against 0.90-0.91 /
-      // 0.82-0.87, 4096 x 2048 x 4096 1.06-1.08 / 0.92 against 0.93-0.95 / 0.80-0.83; but at K = 8192 8192^3
-      // 0.92-0.93 / 0.88-0.93 against 0.99-1.00 / 1.00-1.06, and float32 output 0.81-0.97 against 0.88-0.99.
-      // QS_WGMMA_PP=1 forces it (any output, any K), 0 turns it off (tuning).
+      // The ping-pong kernel up to K = 4096: it hides each tile's epilogue behind the other consumer's MMAs,
+      // which matters less as K grows. H100, ratios to cuBLASLt (notes/issue18-gemm-tma.md, session 14), one
+      // call per event pair / 20 back to back, ping-pong against the one-block-per-tile kernel: int32 out
+      // 4096^3 0.96-1.04 / 0.88-0.90 against 0.95-0.97 / 0.80-0.82, 2048 x 4096 x 11008 0.97-1.05 / 0.88-0.95
+      // against 0.85-0.91 / 0.77-0.87, 4096 x 2048 x 4096 1.07-1.11 / 0.95-0.98 against 0.88-0.95 / 0.78-0.83;
+      // float32 out at 4096^3 0.96-1.00 / 0.82-0.87 against 0.85-0.93 / 0.79-0.80; at K = 8192 (8192^3, int32)
+      // 0.96-1.01 / 0.94-1.00 against 0.94-0.99 / 0.94-1.12. QS_WGMMA_PP=1 forces it (any K), 0 turns it off.
       const char* pp = std::getenv("QS_WGMMA_PP");
-      const bool use_pp = pp ? std::atoi(pp) == 1 : out == kOutI32 && K <= 4096;
+      const bool use_pp = pp ? std::atoi(pp) == 1 : K <= 4096;
       if (use_pp && K > 0) {
         switch (out) {
           case kOutI32: done = gemm_int8_pingpong_launch<kOutI32>(A, B, M, K, N, e, s); break;
