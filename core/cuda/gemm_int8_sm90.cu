@@ -405,10 +405,11 @@ __global__ void __launch_bounds__(C::kThreads + 32, C::kMinBlocks)  // two consu
 // the producer (one thread issues the TMA loads of every tile's K slices, in tile order, into a ring of
 // kPpStages slots); warpgroups 1 and 2 are consumers that take the block's tiles in turn (even ones, odd ones),
 // each computing a whole 128 x 128 tile in 128 accumulator registers (two m64n128k32 MMAs per 32-byte K step).
-// While one consumer multiplies, the other stores its finished tile straight from registers, so a tile's
-// epilogue hides behind the next tile's MMAs instead of stalling the SM (the one-block-per-tile kernel above
-// pays it on every tile: ~10 % more cycles than cuBLASLt at 4096^3, measured with ncu). Slot q of the block's
-// continuous slice count is slot q % S in phase (q / S) & 1; each consumer knows where its tiles' q start.
+// While one consumer multiplies, the other stores its finished tile (through its warps' staging buffers), so a
+// tile's epilogue hides behind the next tile's MMAs instead of stalling the SM (the one-block-per-tile kernel
+// above pays it on every tile: 10 % more cycles than cuBLASLt at 4096^3 with locked clocks, measured with
+// ncu). Slot q of the block's continuous slice count is slot q % S in phase (q / S) & 1; each consumer knows
+// where its tiles' q start and counts on from there.
 // The ring has 6 slots (7 fit, as in cuBLASLt's kernel, but the seventh's 32 KiB hold the staging buffers of
 // the epilogue: 4 KiB per consumer warp; see pp_store_tile_staged).
 constexpr int kPpStages = 6, kPpStageBytes = 2 * 128 * 128;  // A and B slices of 128 rows x 128 bytes
@@ -911,12 +912,13 @@ void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int 
     if (!(load && std::strcmp(load, "cpasync") == 0)) {
       bool done = false;
       // The ping-pong kernel up to K = 4096: it hides each tile's epilogue behind the other consumer's MMAs,
-      // which matters less as K grows. H100, ratios to cuBLASLt (notes/issue18-gemm-tma.md, session 14), one
-      // call per event pair / 20 back to back, ping-pong against the one-block-per-tile kernel: int32 out
-      // 4096^3 0.96-1.04 / 0.88-0.90 against 0.95-0.97 / 0.80-0.82, 2048 x 4096 x 11008 0.97-1.05 / 0.88-0.95
-      // against 0.85-0.91 / 0.77-0.87, 4096 x 2048 x 4096 1.07-1.11 / 0.95-0.98 against 0.88-0.95 / 0.78-0.83;
-      // float32 out at 4096^3 0.96-1.00 / 0.82-0.87 against 0.85-0.93 / 0.79-0.80; at K = 8192 (8192^3, int32)
-      // 0.96-1.01 / 0.94-1.00 against 0.94-0.99 / 0.94-1.12. QS_WGMMA_PP=1 forces it (any K), 0 turns it off.
+      // which matters less as K grows. H100, ratios to cuBLASLt over session 14's calls (notes/
+      // issue18-gemm-tma.md), one call per event pair / 20 back to back, ping-pong against the one-block-per-
+      // tile kernel: int32 out 4096^3 0.96-1.04 / 0.88-0.91 against 0.90-1.00 / 0.79-0.90, 2048 x 4096 x 11008
+      // 0.95-1.05 / 0.87-0.95 against 0.85-0.97 / 0.75-0.87, 4096 x 2048 x 4096 1.07-1.13 / 0.95-0.98 against
+      // 0.88-0.95 / 0.78-0.83; float32 out at 4096^3 0.93-1.00 / 0.82-0.87 against 0.85-0.98 / 0.78-0.80; at
+      // K = 8192 (8192^3, int32) 0.96-1.01 / 0.94-1.00 against 0.89-1.00 / 0.91-1.12. QS_WGMMA_PP=1 forces it
+      // (any K), 0 turns it off.
       const char* pp = std::getenv("QS_WGMMA_PP");
       const bool use_pp = pp ? std::atoi(pp) == 1 : K <= 4096;
       if (use_pp && K > 0) {
