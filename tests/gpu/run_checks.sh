@@ -20,6 +20,13 @@ ctest --test-dir build-gpu --output-on-failure -E tst_cuda_selftest > "$out/ctes
 # The CUDA correctness suite through its ctest entry (the cases `selftest --backend cuda` prints).
 ctest --test-dir build-gpu -V -R tst_cuda_selftest > "$out/selftest_cuda.log" 2>&1
 grep -E "Failure|passed,|tests passed|Skipped|SKIP" "$out/selftest_cuda.log" | tail -8
+# The same cases with the ping-pong GEMM kernel forced on every wgmma product (any K, every output; the
+# default takes it up to K = 4096) and turned off (the one-block-per-tile kernels everywhere).
+for pp in "QS_WGMMA_PP=1 QS_WGMMA_TILE=128x256" "QS_WGMMA_PP=0"; do
+  env $pp $cli selftest --backend cuda > "$out/selftest_cuda_pp.log" 2>&1
+  echo "selftest --backend cuda with $pp: $(grep -E 'passed,' "$out/selftest_cuda_pp.log" | tail -1)"
+  grep -E "^FAIL" "$out/selftest_cuda_pp.log" | head -5
+done
 for r in nearest stochastic; do
   $cli bench quantize --backend cuda --format e4m3fn --n 268435456 --rounding $r --reps 20 2>/dev/null
 done | tee "$out/bench_quantize_cuda.csv"
@@ -33,6 +40,11 @@ done | tee "$out/bench_quantize_cpu.csv"
 # torch._int_mm and torch.matmul as an independent timing of the same shapes.
 $cli bench gemm --backend cuda --sizes 4096,8192 --shape 16x4096x4096 --shape 2048x4096x11008 \
   2> "$out/bench_gemm_cuda.log" | tee "$out/bench_gemm_cuda.csv"; grep -E "FAILED|cublaslt$" "$out/bench_gemm_cuda.log" | head
+# The same timed back to back (20 calls per event pair: the kernels' steady rate, without the host's
+# submission time that the default timing includes).
+QS_BENCH_BATCH=20 $cli bench gemm --backend cuda --sizes 4096,8192 --shape 16x4096x4096 --shape 2048x4096x11008 \
+  --kernels int8-cublaslt,int8-wgmma,int8-wgmma-dq 2> "$out/bench_gemm_cuda_b2b.log" > "$out/bench_gemm_cuda_b2b.csv"
+grep -E "FAILED|x int8-cublaslt" "$out/bench_gemm_cuda_b2b.log" | grep -v "1.000x" | sed "s/^#   /back to back: /"
 python3 tests/gpu/torch_gemm_oracle.py 4096 8192 16x4096x4096 > "$out/torch_gemm.csv" 2>&1; cat "$out/torch_gemm.csv"
 $cli bench gemm --backend cpu --threads 1 --sizes 1024,2048 --shape 1x4096x4096 --shape 16x4096x4096 2>/dev/null | tee "$out/bench_gemm_cpu.csv"
 $cli bench analyze --size-mb 1024 --tensors 256 --threads 1 | tee "$out/bench_analyze.csv"
