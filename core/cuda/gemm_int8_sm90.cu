@@ -417,82 +417,23 @@ constexpr int kPpStagingBytes = 8 * 16 * 64 * 4;            // 8 consumer warps 
 constexpr int kPpSmem = kPpStages * kPpStageBytes + kPpStagingBytes + 1024 + 16 * kPpStages;  // + alignment, mbarriers
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// Rows `row` (and `row` + 8 where the fragment says so) of one 64 x 128 accumulator half, columns n0 + ...:
-// the m16n8 fragment (acc[4 j .. 4 j + 3]: columns 8 j + 2 t, + 1 of rows g and g + 8). Neighbouring lanes
-// (t, t ^ 1) swap a pair so that each lane holds four consecutive columns of one row (even t: row g, odd t:
-// row g + 8), stored as one 16-byte (float16: 8-byte) write.
+// The tile straight from the fragments, element by element, where rows are not 16-byte aligned (N % 4 != 0;
+// the staged epilogue below takes every other N): acc[4 j .. 4 j + 3] are columns 8 j + 2 t, + 1 of rows g and
+// g + 8 of warp w's 16 rows in each 64-row half, as in an m16n8 mma fragment.
 template <int O>
 __device__ __forceinline__ void pp_store_tile(const Epi& e, const int (&a0)[64], const int (&a1)[64], int m0, int n0) {
   const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
-  const bool odd = t & 1;
-  if ((e.N & 3) != 0) {  // rows not 16-byte aligned: element by element, from the fragment as it is
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = m0 + 64 * h + 16 * w + g;
+  for (int h = 0; h < 2; ++h) {
+    const int r = m0 + 64 * h + 16 * w + g;
+    const int* a = h ? a1 : a0;
 #pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        const int c = n0 + 8 * j + 2 * t;
-        const int* a = h ? a1 : a0;
-        store_one<O>(e, r, c, a[4 * j]);
-        store_one<O>(e, r, c + 1, a[4 * j + 1]);
-        store_one<O>(e, r + 8, c, a[4 * j + 2]);
-        store_one<O>(e, r + 8, c + 1, a[4 * j + 3]);
-      }
-    }
-    return;
-  }
-  const int r0 = m0 + 16 * w + g + (odd ? 8 : 0), r1 = r0 + 64;
-  float sa0 = 0.0f, sa1 = 0.0f;
-  if constexpr (O == kOutF32 || O == kOutF16) {
-    sa0 = __ldg(e.sa + std::size_t(min(r0, e.M - 1)) * e.sa_step);
-    sa1 = __ldg(e.sa + std::size_t(min(r1, e.M - 1)) * e.sa_step);
-  }
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const int c = n0 + 8 * j + 4 * (t >> 1);
-    int v[2][4];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int* a = h ? a1 : a0;
-      const int x0 = __shfl_xor_sync(0xffffffffu, odd ? a[4 * j] : a[4 * j + 2], 1);
-      const int x1 = __shfl_xor_sync(0xffffffffu, odd ? a[4 * j + 1] : a[4 * j + 3], 1);
-      v[h][0] = odd ? x0 : a[4 * j];
-      v[h][1] = odd ? x1 : a[4 * j + 1];
-      v[h][2] = odd ? a[4 * j + 2] : x0;
-      v[h][3] = odd ? a[4 * j + 3] : x1;
-    }
-    if (c >= e.N) continue;  // N % 4 == 0: the four columns are all inside or all outside
-    if constexpr (O == kOutI32) {
-      int32_t* Y = static_cast<int32_t*>(e.Y);
-      if (r0 < e.M) *reinterpret_cast<int4*>(Y + std::size_t(r0) * e.N + c) = make_int4(v[0][0], v[0][1], v[0][2], v[0][3]);
-      if (r1 < e.M) *reinterpret_cast<int4*>(Y + std::size_t(r1) * e.N + c) = make_int4(v[1][0], v[1][1], v[1][2], v[1][3]);
-    } else {
-      float sb[4], bb[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        sb[i] = __ldg(e.sb + std::size_t(c + i) * e.sb_step);
-        bb[i] = e.bias ? __ldg(e.bias + c + i) : 0.0f;
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = h ? r1 : r0;
-        if (r >= e.M) continue;
-        const float s = h ? sa1 : sa0;
-        float y[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) y[i] = dequant_one(v[h][i], s, sb[i], bb[i]);
-        const std::size_t at = std::size_t(r) * e.N + c;
-        if constexpr (O == kOutF32) {
-          *reinterpret_cast<float4*>(static_cast<float*>(e.Y) + at) = make_float4(y[0], y[1], y[2], y[3]);
-        } else {
-          const __half2 lo = __halves2half2(__float2half_rn(y[0]), __float2half_rn(y[1]));
-          const __half2 hi = __halves2half2(__float2half_rn(y[2]), __float2half_rn(y[3]));
-          uint2 u;
-          u.x = *reinterpret_cast<const uint32_t*>(&lo);
-          u.y = *reinterpret_cast<const uint32_t*>(&hi);
-          *reinterpret_cast<uint2*>(static_cast<__half*>(e.Y) + at) = u;
-        }
-      }
+    for (int j = 0; j < 16; ++j) {
+      const int c = n0 + 8 * j + 2 * t;
+      store_one<O>(e, r, c, a[4 * j]);
+      store_one<O>(e, r, c + 1, a[4 * j + 1]);
+      store_one<O>(e, r + 8, c, a[4 * j + 2]);
+      store_one<O>(e, r + 8, c + 1, a[4 * j + 3]);
     }
   }
 }
@@ -500,8 +441,9 @@ __device__ __forceinline__ void pp_store_tile(const Epi& e, const int (&a0)[64],
 // The tile through shared memory, warp by warp (N % 4 == 0): each consumer warp owns 16 rows of each 64-row
 // half; it writes them 64 columns at a time into its own 4 KiB (16-byte chunk c of row r at chunk
 // c ^ 2 (r % 8): the fragment's 8-byte writes and the row reads are both free of bank conflicts), then
-// reads them back as rows, so that every store instruction writes two rows of 256 contiguous bytes (the
-// register-direct stores above write 32 bytes in each of 16 rows: 4x the L1 and L2 requests).
+// reads them back as rows, so that every store instruction writes two rows of 256 contiguous bytes (16-byte
+// stores straight from the fragments, tried first, write 32 bytes in each of 16 rows: 4x the L2 requests, and
+// were not hidden behind the other consumer's MMAs; notes/issue18-gemm-tma.md, session 14).
 template <int O>
 __device__ __forceinline__ void pp_store_tile_staged(const Epi& e, const int (&a0)[64], const int (&a1)[64], int m0,
                                                      int n0, int32_t* stg) {
