@@ -539,9 +539,10 @@ __device__ __forceinline__ void cluster_sync_all() {
 // B: each block loads its own A (128 rows) and one half of B (64 rows) into both blocks' rings, so L2 serves
 // 3/4 of the bytes per MMA that lone blocks need (lone blocks: 0.73-0.79x cuBLASLt, pairs 0.86-0.96x, H100,
 // same calls). The main loop is still bound by L2's output at 4096^3 (ncu, session 15: L2-to-SM traffic at
-// 77-80 % of its peak, the consumers waiting on "full" as long as on their MMAs); 2 x 2 clusters halve the L2
-// bytes per MMA and raise the tensor pipe's share of active cycles from 80 % to 87 %, but only 30 clusters of
-// four fit on the H100 (120 SMs), which costs more than it gains (QS_WGMMA_CLUSTER=2x2 for comparison).
+// 77-80 % of its peak, the consumers waiting on "full" 3x as long as on their MMAs). 2 x 2 clusters read a
+// quarter fewer L2 bytes per MMA (measured) and raise the tensor pipe's share of active cycles from 80 % to
+// 87 %, but only 30 clusters of four fit on the H100 (120 SMs), which costs more than it gains
+// (QS_WGMMA_CLUSTER=2x2 for comparison).
 template <int O, int CM, int CN>
 __global__ void __launch_bounds__(384, 1)
     gemm_int8_pingpong_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, int M,
