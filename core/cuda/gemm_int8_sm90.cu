@@ -566,6 +566,15 @@ __global__ void __launch_bounds__(384, 1)
   const int rm = int(rank) % CM, rn = int(rank) / CM;
   uint16_t mask_a = 0, mask_b = uint16_t(((1u << CM) - 1u) << (CM * rn));  // the blocks of this row / column
   for (int j = 0; j < CN; ++j) mask_a |= uint16_t(1u << (rm + CM * j));
+  // This block's tile of a unit, in the order `group` asks (> 0: unit rows swept together, < 0: columns); past
+  // the last tile row or column (tiles_m % CM, tiles_n % CN): zero-filled operands, nothing stored.
+  auto unit_tile = [&](int unit, int& tm, int& tn) {
+    int um, un;
+    if (group > 0) tile_of(unit, units_m, units_n, group, um, un);
+    else tile_of(unit, units_n, units_m, -group, un, um);
+    tm = um * CM + rm;
+    tn = un * CN + rn;
+  };
   const int KT = (K + BK - 1) / BK;
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
@@ -590,11 +599,8 @@ __global__ void __launch_bounds__(384, 1)
       uint32_t s = 0, phase = 0;  // slot and phase of the block's slice count q
       bool first_round = true;    // q < S: the slot has never been filled
       for (int unit = unit0; unit < units; unit += units_step) {
-        int um, un;
-        if (group > 0) tile_of(unit, units_m, units_n, group, um, un);
-        else tile_of(unit, units_n, units_m, -group, un, um);
-        // Past the last tile row or column (tiles_m % CM, tiles_n % CN): zero-filled operands, nothing stored.
-        const int tm = um * CM + rm, tn = un * CN + rn;
+        int tm, tn;
+        unit_tile(unit, tm, tn);
         for (int kt = 0; kt < KT; ++kt) {
           if (!first_round) mbar_wait(empty0 + 8 * s, phase ^ 1u);
           const uint32_t full = full0 + 8 * s, sA = sbase + s * kPpStageBytes, sB = sA + kPpStageBytes / 2;
@@ -628,10 +634,8 @@ __global__ void __launch_bounds__(384, 1)
     const uint64_t d0 = smem_desc<BK>(sbase);  // A of slot 0
     int a0[64], a1[64];
     for (int i = c, unit = unit0 + c * units_step; unit < units; i += 2, unit += 2 * units_step) {
-      int um, un;
-      if (group > 0) tile_of(unit, units_m, units_n, group, um, un);
-        else tile_of(unit, units_n, units_m, -group, un, um);
-      const int tm = um * CM + rm, tn = un * CN + rn;
+      int tm, tn;
+      unit_tile(unit, tm, tn);
       // The two consumers' main loops take turns (named barriers 2: consumer 0 -> 1, 3: 1 -> 0): a consumer
       // waits on slot q % S only after every slice before q - S has been awaited, so the slot's phase parity
       // cannot be two phases ahead of its barrier. The other's epilogue runs meanwhile.
