@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "conventionspanel.h"
+#include "elidedlabel.h"
 #include "format/convention.h"
 
 class TestConventionsPanel : public QObject {

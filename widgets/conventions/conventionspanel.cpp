@@ -2,6 +2,7 @@
 #include "conventionspanel.h"
 
 #include "shared/plotexport.h"
+#include "shared/elidedlabel.h"
 #include "shared/plotstyle.h"
 #include "shared/palette.h"
 #include "shared/theme.h"
@@ -71,9 +72,11 @@ ConventionsPanel::ConventionsPanel(QWidget* parent) : QWidget(parent) {
   plotstyle::styleGrid(m_plot->xAxis);
   plotstyle::styleGrid(m_plot->yAxis);
 
-  m_tensorLine = new QLabel;
+  m_tensorLine = new ElidedLabel;
   m_tensorLine->setObjectName(QStringLiteral("conventionsTensorLine"));
   m_tensorLine->setWordWrap(true);
+  m_tensorLine->setTextFormat(Qt::PlainText);
+  m_tensorLine->setMaximumLines(3);
 
   m_table = new QTableWidget;
   m_table->setObjectName(QStringLiteral("conventionsTable"));

@@ -16,6 +16,7 @@
 class QComboBox;
 class QCustomPlot;
 class QLabel;
+class ElidedLabel;
 class QListWidget;
 class QTableWidget;
 class QCPTextElement;
@@ -42,7 +43,8 @@ public:
   bool waitForIdle(int ms);
   QTableWidget* table() const { return m_table; }
   QCustomPlot* plot() const { return m_plot; }
-  QLabel* tensorLine() const { return m_tensorLine; }
+  // The current tensor's line (it quotes the tensor's name: elided, never widens the window).
+  ElidedLabel* tensorLine() const { return m_tensorLine; }
 
 signals:
   void message(const QString& text);
@@ -57,7 +59,7 @@ private:
   QComboBox* m_format = nullptr;
   QListWidget* m_list = nullptr;
   QLabel* m_summary = nullptr;
-  QLabel* m_tensorLine = nullptr;
+  ElidedLabel* m_tensorLine = nullptr;
   QCustomPlot* m_plot = nullptr;
   QCPTextElement* m_title = nullptr;
   QCPTextElement* m_subtitle = nullptr;
