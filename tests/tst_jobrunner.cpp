@@ -2,19 +2,22 @@
 // and coalesced, progress is forwarded, Cancel reaches both the QPromise and the cancel flag, Pause stops the
 // worker at its next suspendIfRequested, an exception becomes error(), the destructor cancels and joins a
 // running job, restart() lets the latest request win (live views), and JobControls (the shared Cancel
-// button and progress bar) follows the job.
+// button and progress bar) follows the job, and jobs leave Qt's global thread pool to Qt's own painting.
 // Run: `QT_QPA_PLATFORM=offscreen ./build/tests/tst_jobrunner` (ctest sets the platform itself).
 #include <QElapsedTimer>
+#include <QImage>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QThread>
+#include <QThreadPool>
 #include <QtTest>
 
 #include <atomic>
 #include <memory>
 #include <numeric>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "jobcontrols.h"
@@ -48,6 +51,7 @@ private slots:
   void restartWhenIdleStartsAtOnce();
   void cancelDropsTheWaitingRestart();
   void jobControlsFollowTheJob();
+  void jobsLeaveQtsPoolToPainting();
 };
 
 // 20,000 rows in four bursts 150 ms apart: all of them, in order, and far fewer rowsReady than rows
@@ -357,6 +361,43 @@ void TestJobRunner::jobControlsFollowTheJob() {
   QVERIFY(!bar->isVisible());
   controls->cancel();  // idle: nothing
   QCOMPARE(cancelled.count(), 1);
+}
+
+// Qt 6.4's raster engine and image conversion split large operations over QThreadPool::globalInstance() and
+// wait for the pieces on the UI thread. Jobs on that pool, as many as it has threads (one long job on a
+// one-core machine; a training run and a latency sweep on two cores), froze every repaint until one of them
+// ended: the Latency tab's Cancel never reached the sweep on one core. The runner's jobs have a pool of their
+// own: more jobs than the global pool has threads all run at once, none on it, and meanwhile the UI thread
+// converts a large image without waiting for them.
+void TestJobRunner::jobsLeaveQtsPoolToPainting() {
+  const int n = QThreadPool::globalInstance()->maxThreadCount() + 1;
+  std::atomic<bool> release{false};
+  std::atomic<int> started{0}, onGlobal{0};
+  std::vector<std::unique_ptr<JobRunner<int>>> jobs;
+  for (int i = 0; i < n; ++i) {
+    jobs.push_back(std::make_unique<JobRunner<int>>());
+    QVERIFY(jobs.back()->start([&](JobRunner<int>::Sink& sink) {
+      onGlobal += QThreadPool::globalInstance()->contains(QThread::currentThread()) ? 1 : 0;
+      ++started;
+      while (!release && !sink.cancelFlag()->load()) QThread::msleep(1);
+    }));
+  }
+  QVERIFY2(waitUntil([&] { return started.load() == n; }), qPrintable(QString::number(started.load())));
+  QCOMPARE(onGlobal.load(), 0);
+  std::thread releaser([&] {  // the jobs end in 3 s; the conversion must not wait for that
+    QThread::msleep(3000);
+    release = true;
+  });
+  QImage image(2048, 2048, QImage::Format_ARGB32);
+  image.fill(Qt::darkCyan);
+  QElapsedTimer t;
+  t.start();
+  const QImage converted = image.convertToFormat(QImage::Format_RGB888);
+  const qint64 ms = t.elapsed();
+  releaser.join();
+  QCOMPARE(converted.pixelColor(7, 7), QColor(Qt::darkCyan));
+  QVERIFY2(ms < 2000, qPrintable(QStringLiteral("the conversion waited %1 ms for the jobs").arg(ms)));
+  for (auto& j : jobs) QVERIFY(waitUntil([&] { return !j->isRunning(); }));
 }
 
 QTEST_MAIN(TestJobRunner)

@@ -1,6 +1,21 @@
 // JobRunner: the QFutureWatcher, the coalescing timer and the teardown shared by every panel's job.
 #include "jobrunner.h"
 
+namespace {
+Q_GLOBAL_STATIC(QThreadPool, g_jobPool)
+}  // namespace
+
+QThreadPool* JobRunnerBase::threadPool() {
+  QThreadPool* pool = g_jobPool();
+  static const bool sized = [pool] {
+    pool->setMaxThreadCount(64);  // jobs mostly wait or run the engine's threads: one thread each
+    pool->setObjectName(QStringLiteral("QuantScope jobs"));
+    return true;
+  }();
+  (void)sized;
+  return pool;
+}
+
 JobRunnerBase::JobRunnerBase(QObject* parent) : QObject(parent) {
   m_coalesce.setSingleShot(true);
   m_coalesce.setInterval(kCoalesceMs);

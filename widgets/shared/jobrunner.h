@@ -1,5 +1,5 @@
 // JobRunner: the background job of a panel, written once. The job runs on a QtConcurrent worker with a
-// QPromise; what it produces (rows) is posted from the worker, kept under a mutex and handed to the UI
+// QPromise, in a thread pool of its own (threadPool(): never Qt's global pool, which Qt's painting needs); what it produces (rows) is posted from the worker, kept under a mutex and handed to the UI
 // thread coalesced: one rowsReady() per ~40 ms however fast rows arrive, and a last one just before
 // finished(). Progress (QPromise's range and value) is forwarded as signals for a QProgressBar, Cancel
 // reaches the worker through the QPromise and through an atomic flag the engine's loops check, Pause
@@ -30,6 +30,7 @@
 #include <QObject>
 #include <QPromise>
 #include <QString>
+#include <QThreadPool>
 #include <QTimer>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -47,6 +48,12 @@ class JobRunnerBase : public QObject {
 
 public:
   static constexpr int kCoalesceMs = 40;  // rows arriving closer than this become one update
+
+  // The pool every job runs in (and any other long work of the widgets). Not QThreadPool::globalInstance():
+  // Qt 6.4's raster engine and image conversion split large operations over that pool and wait for the
+  // pieces on the UI thread, so jobs filling it (one on a one-core machine, two on two cores) froze every
+  // repaint until one ended. One thread per job, up to 64 at once; the engine's own threads do the compute.
+  static QThreadPool* threadPool();
 
   explicit JobRunnerBase(QObject* parent = nullptr);
   ~JobRunnerBase() override;
@@ -148,7 +155,7 @@ public:
   bool start(Job job) {
     if (isRunning()) return false;
     auto state = std::make_shared<State>();
-    QFuture<void> future = QtConcurrent::run([this, state, job = std::move(job)](QPromise<void>& promise) {
+    QFuture<void> future = QtConcurrent::run(threadPool(), [this, state, job = std::move(job)](QPromise<void>& promise) {
       Sink sink(this, state.get(), promise);
       try {
         job(sink);

@@ -692,7 +692,7 @@ bool TrainingPanel::writeFlipCountsReport(const QString& dir, QString* error) {
   QFutureWatcher<void> watcher;
   QEventLoop loop;
   QObject::connect(&watcher, &QFutureWatcher<void>::finished, &loop, &QEventLoop::quit);
-  watcher.setFuture(QtConcurrent::run([out] {
+  watcher.setFuture(QtConcurrent::run(JobRunnerBase::threadPool(), [out] {
     try {
       const qs::DataSplit data = qs::make_synthetic_dataset(2000, 500, 1);
       for (int i = 0; i < 2; ++i) {
