@@ -29,8 +29,8 @@
 
 #include "conformancedialog.h"
 #include "conventionspanel.h"
-#include "elidedlabel.h"
 #include "dataloader.h"
+#include "elidedlabel.h"
 #include "errorpanel.h"
 #include "formatgridplot.h"
 #include "formatpicker.h"
@@ -48,7 +48,7 @@
 #include "valueinspector.h"
 #include "viewsettings.h"
 
-// The widgets whose minimum width passes `limit`, innermost last (a failure message names the culprit).
+// The widgets whose minimum width passes `limit`, each after its parents (a failure message names the culprit).
 static QString wideWidgets(const QWidget* w, int limit) {
   QStringList out;
   for (const QWidget* c : w->findChildren<QWidget*>())

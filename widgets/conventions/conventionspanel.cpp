@@ -1,8 +1,8 @@
 // The Conventions tab (conventionspanel.h).
 #include "conventionspanel.h"
 
-#include "shared/plotexport.h"
 #include "shared/elidedlabel.h"
+#include "shared/plotexport.h"
 #include "shared/plotstyle.h"
 #include "shared/palette.h"
 #include "shared/theme.h"

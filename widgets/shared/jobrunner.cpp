@@ -2,19 +2,16 @@
 #include "jobrunner.h"
 
 namespace {
-Q_GLOBAL_STATIC(QThreadPool, g_jobPool)
+struct JobPool : QThreadPool {
+  JobPool() {
+    setMaxThreadCount(64);  // jobs mostly wait or run the engine's threads: one thread each
+    setObjectName(QStringLiteral("QuantScope jobs"));
+  }
+};
+Q_GLOBAL_STATIC(JobPool, g_jobPool)
 }  // namespace
 
-QThreadPool* JobRunnerBase::threadPool() {
-  QThreadPool* pool = g_jobPool();
-  static const bool sized = [pool] {
-    pool->setMaxThreadCount(64);  // jobs mostly wait or run the engine's threads: one thread each
-    pool->setObjectName(QStringLiteral("QuantScope jobs"));
-    return true;
-  }();
-  (void)sized;
-  return pool;
-}
+QThreadPool* JobRunnerBase::threadPool() { return g_jobPool(); }
 
 JobRunnerBase::JobRunnerBase(QObject* parent) : QObject(parent) {
   m_coalesce.setSingleShot(true);

@@ -1,7 +1,8 @@
 // JobRunner: the background job of a panel, written once. The job runs on a QtConcurrent worker with a
-// QPromise, in a thread pool of its own (threadPool(): never Qt's global pool, which Qt's painting needs); what it produces (rows) is posted from the worker, kept under a mutex and handed to the UI
-// thread coalesced: one rowsReady() per ~40 ms however fast rows arrive, and a last one just before
-// finished(). Progress (QPromise's range and value) is forwarded as signals for a QProgressBar, Cancel
+// QPromise, in a thread pool of its own (threadPool(): never Qt's global pool, which Qt's painting needs);
+// what it produces (rows) is posted from the worker, kept under a mutex and handed to the UI thread
+// coalesced: one rowsReady() per ~40 ms however fast rows arrive, and a last one just before finished().
+// Progress (QPromise's range and value) is forwarded as signals for a QProgressBar, Cancel
 // reaches the worker through the QPromise and through an atomic flag the engine's loops check, Pause
 // suspends the promise, and an exception that ends the job becomes error(). The UI thread never waits
 // for the job, except in cancelAndWait() when the owner is destroyed.
