@@ -791,16 +791,16 @@ bool gemm_int8_wgmma_tma_launch(const int8_t* A, const int8_t* B, int M, int K, 
   return true;
 }
 
-// PpPlaces for `clusters` clusters of `cl` blocks (the ping-pong grid that fills the GPU, `smem` bytes per
-// block) in tile order `group` > 0; false where a probe launch fails (then the identity is used). Three probe
-// launches, each as many clusters as fit at once: clusters of `cl` give the SM of each cluster of the real grid
-// (the same launch shape: blocks of 384 threads, one per SM), clusters of 16 and 8 (whole clusters always lie in
-// one GPC) tie SMs into GPCs; places_by_gpc numbers the clusters from those.
-bool probe_pp_places(int cl, int smem, int clusters, int group, PpPlaces& out) {
-  if (clusters <= 0 || clusters > PpPlaces::kMax || group <= 0) return false;
+// The GPC of each of the `clusters` clusters of `cl` blocks of the ping-pong grid that fills the GPU (`smem`
+// bytes per block), as an id of the GPC's first SM; empty where a probe launch fails (then the identity is
+// used). Three probe launches, each as many clusters as fit at once: clusters of `cl` give the SM of each
+// cluster of the real grid (the same launch shape: blocks of 384 threads, one per SM), clusters of 16 and 8
+// (whole clusters always lie in one GPC) tie SMs into GPCs.
+std::vector<int> probe_pp_gpcs(int cl, int smem, int clusters) {
+  if (clusters <= 0 || clusters > PpPlaces::kMax) return {};
   const int max_blocks = std::max(sm_count(), clusters * cl);
   int* d = nullptr;
-  if (cudaMalloc(&d, sizeof(int) * std::size_t(max_blocks)) != cudaSuccess) return false;
+  if (cudaMalloc(&d, sizeof(int) * std::size_t(max_blocks)) != cudaSuccess) return {};
   std::vector<int> parent(4096);
   std::iota(parent.begin(), parent.end(), 0);
   auto find = [&](int x) {
@@ -843,21 +843,19 @@ bool probe_pp_places(int cl, int smem, int clusters, int group, PpPlaces& out) {
   cudaFree(d);
   if (!ok || int(sm_of_cluster.size()) != clusters) {
     cudaGetLastError();
-    return false;
+    return {};
   }
   std::vector<int> gpc(sm_of_cluster.size());
   for (std::size_t c = 0; c < gpc.size(); ++c) gpc[c] = find(sm_of_cluster[c]);
-  const std::vector<int> place = places_by_gpc(gpc, group);
-  for (std::size_t c = 0; c < place.size(); ++c) out.of[c] = uint8_t(place[c]);
-  return true;
+  return gpc;
 }
 
 // The ping-pong kernel over every 128 x 128 tile: one block per SM (fewer where there are fewer tiles), in
 // clusters of CM x CN. As many clusters as can be resident at once (GPCs need not hold a multiple of CM x CN
 // free SMs), so the persistent blocks never wait for each other's SMs. False where the encoder is missing.
-// A grid of every resident cluster (2 x 1) sweeps 8 unit rows together, its clusters at the places that
-// probe_pp_places measured (PpPlaces: a GPC's clusters on one row); smaller grids sweep 8 / CM rows in
-// blockIdx order. QS_PP_GROUP=g sweeps g unit rows together (g < 0: -g unit columns, without places) and
+// A grid of every resident cluster (2 x 1) sweeps 8 unit rows together (all of them where there are fewer),
+// its clusters at the places that probe_pp_gpcs and places_by_gpc give (PpPlaces: a GPC's clusters on one
+// row); smaller grids sweep 8 / CM rows in blockIdx order. QS_PP_GROUP=g sweeps g unit rows together (g < 0: -g unit columns, without places) and
 // QS_PP_PLACE=0 keeps blockIdx order (tuning: without places, the order changes L2 reads by up to 10 % at
 // 4096^3 and DRAM reads by 6x at 2048 x 4096 x 11008, and no order beat 4 rows on all three large shapes).
 template <int O, int CM, int CN>
@@ -889,29 +887,30 @@ bool gemm_int8_pingpong_launch(const int8_t* A, const int8_t* B, int M, int K, i
       resident = sm_count() / CL;
     }
   });
-  // The places by GPC (PpPlaces), measured once; QS_PP_PLACE=0 keeps the identity (for comparison).
-  static const PpPlaces identity = [] {
-    PpPlaces id;
-    std::iota(std::begin(id.of), std::end(id.of), 0);
-    return id;
-  }();
-  static PpPlaces places = identity;
-  static int placed_group = 0;  // the order `places` was made for; 0: none (the identity)
-  static std::once_flag placed;
-  const char* g = std::getenv("QS_PP_GROUP");  // unit rows swept together (tuning)
-  std::call_once(placed, [&] {
-    const char* p = std::getenv("QS_PP_PLACE");
-    const int group = g && std::atoi(g) != 0 ? std::atoi(g) : 8;
-    if (CM == 2 && CN == 1 && !(p && std::atoi(p) == 0) && probe_pp_places(CL, kSmem, resident, group, places))
-      placed_group = group;
-    else
-      places = identity;
+  // The places by GPC (PpPlaces) for orders of 1-8 unit rows, measured once; QS_PP_PLACE=0 keeps the identity.
+  static PpPlaces places[9];  // [g]: for an order of g unit rows; [0]: the identity
+  static bool placed = false;
+  static std::once_flag placed_once;
+  std::call_once(placed_once, [&] {
+    for (PpPlaces& p : places) std::iota(std::begin(p.of), std::end(p.of), 0);
+    const char* off = std::getenv("QS_PP_PLACE");
+    if (CM != 2 || CN != 1 || (off && std::atoi(off) == 0)) return;
+    const std::vector<int> gpc = probe_pp_gpcs(CL, kSmem, resident);
+    for (int g = 1; g <= 8 && !gpc.empty(); ++g) {
+      const std::vector<int> place = places_by_gpc(gpc, g);
+      for (std::size_t c = 0; c < place.size(); ++c) places[g].of[c] = uint8_t(place[c]);
+      placed = true;
+    }
   });
-  const long units = long((M + 128 * CM - 1) / (128 * CM)) * ((N + 128 * CN - 1) / (128 * CN));
-  const bool full = units >= resident && placed_group != 0;  // the grid is every cluster the probe placed
+  const int units_m = (M + 128 * CM - 1) / (128 * CM);
+  const long units = long(units_m) * ((N + 128 * CN - 1) / (128 * CN));
   cfg.gridDim = dim3(unsigned(CL * std::min<long>(units, resident)));
-  const int group = full ? placed_group : g && std::atoi(g) != 0 ? std::atoi(g) : 8 / CM;  // < 0: columns
-  check(cudaLaunchKernelEx(&cfg, kernel, ta, tb, M, K, N, e, group, full ? places : identity),
+  const char* g = std::getenv("QS_PP_GROUP");  // unit rows swept together (tuning); < 0: columns
+  const int asked = g ? std::atoi(g) : 0;
+  // The grid is every cluster the probe placed, in an order of at most 8 rows (fewer rows where M has fewer).
+  const bool full = placed && units >= resident && asked >= 0 && asked <= 8;
+  const int group = asked != 0 ? asked : full ? std::min(8, units_m) : 8 / CM;
+  check(cudaLaunchKernelEx(&cfg, kernel, ta, tb, M, K, N, e, group, places[full ? group : 0]),
         "ping-pong kernel launch");
   return true;
 }
