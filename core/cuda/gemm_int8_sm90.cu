@@ -420,15 +420,15 @@ constexpr int kPpStagingBytes = 8 * 16 * 64 * 4;            // 8 consumer warps 
 constexpr int kPpSmem = kPpStages * kPpStageBytes + kPpStagingBytes + 1024 + 16 * kPpStages;  // + alignment, mbarriers
 
 // Each cluster's place in the ping-pong kernel's tile order. The persistent cluster at place p takes units p,
-// p + clusters, ... of the order `group` (g unit rows swept together: place p starts in row p % g of its
-// band, and its later units stay in the row of its GPC-mates). When the clusters of one GPC work on one unit
-// row they read the same A rows at about the same time, and L2 serves those identical requests once: at
-// 4096^3 on the H100 L2 reads 20.2 M sectors instead of 23.2 M, the tensor pipe is busy 85 % of the cycles
-// instead of 80 %, and the kernel takes 161k cycles instead of 171k (cuBLASLt 157k; ncu, session 17). The
-// launcher measures once per process where the hardware puts the grid's clusters and which SMs share a GPC
-// (pp_probe_kernel) and numbers the clusters so that a GPC's clusters share a row. The places are always a
-// permutation of the cluster indices, so a placement that differs from the probe's costs speed, never
-// correctness. Unmeasured or smaller grids: the identity.
+// p + clusters, ... of an order that sweeps g unit rows together: place p starts in row p % g of its band,
+// and its later units stay in the row of its GPC-mates (all of them step by the same number of clusters).
+// When the clusters of one GPC work on one unit row they read the same A rows at about the same time, and L2
+// serves those identical requests once: at 4096^3 on the H100 L2 reads 20.2 M sectors instead of 23.2 M, the
+// tensor pipe is busy 85 % of the cycles instead of 80 %, and the kernel takes 161k cycles instead of 171k
+// (cuBLASLt 157k; ncu, session 17). The launcher measures once per process where the hardware puts the grid's
+// clusters and which SMs share a GPC (pp_probe_kernel) and numbers the clusters so that a GPC's clusters share
+// a row. The places are always a permutation of the cluster indices, so a placement that differs from the
+// probe's costs speed, never correctness. Unmeasured or smaller grids: the identity.
 struct PpPlaces {
   static constexpr int kMax = 256;  // clusters with a place of their own; later ones keep their index
   uint8_t of[kMax];
@@ -855,9 +855,10 @@ std::vector<int> probe_pp_gpcs(int cl, int smem, int clusters) {
 // free SMs), so the persistent blocks never wait for each other's SMs. False where the encoder is missing.
 // A grid of every resident cluster (2 x 1) sweeps 8 unit rows together (all of them where there are fewer),
 // its clusters at the places that probe_pp_gpcs and places_by_gpc give (PpPlaces: a GPC's clusters on one
-// row); smaller grids sweep 8 / CM rows in blockIdx order. QS_PP_GROUP=g sweeps g unit rows together (g < 0: -g unit columns, without places) and
-// QS_PP_PLACE=0 keeps blockIdx order (tuning: without places, the order changes L2 reads by up to 10 % at
-// 4096^3 and DRAM reads by 6x at 2048 x 4096 x 11008, and no order beat 4 rows on all three large shapes).
+// row); smaller grids sweep 8 / CM rows in blockIdx order. QS_PP_GROUP=g sweeps g unit rows together (g < 0:
+// -g unit columns, without places) and QS_PP_PLACE=0 keeps blockIdx order (tuning: without places, the order
+// changes L2 reads by up to 10 % at 4096^3 and DRAM reads by 6x at 2048 x 4096 x 11008, and no order beat 4
+// rows on all three large shapes; session 15).
 template <int O, int CM, int CN>
 bool gemm_int8_pingpong_launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
   constexpr int CL = CM * CN;
@@ -896,10 +897,10 @@ bool gemm_int8_pingpong_launch(const int8_t* A, const int8_t* B, int M, int K, i
     const char* off = std::getenv("QS_PP_PLACE");
     if (CM != 2 || CN != 1 || (off && std::atoi(off) == 0)) return;
     const std::vector<int> gpc = probe_pp_gpcs(CL, kSmem, resident);
-    for (int g = 1; g <= 8 && !gpc.empty(); ++g) {
+    placed = !gpc.empty();
+    for (int g = 1; g <= 8 && placed; ++g) {
       const std::vector<int> place = places_by_gpc(gpc, g);
       for (std::size_t c = 0; c < place.size(); ++c) places[g].of[c] = uint8_t(place[c]);
-      placed = true;
     }
   });
   const int units_m = (M + 128 * CM - 1) / (128 * CM);
