@@ -15,12 +15,11 @@
 
 namespace {
 
+// A permutation of 0 .. n - 1.
 bool is_permutation(const std::vector<int>& place) {
-  std::vector<int> sorted = place;
-  std::sort(sorted.begin(), sorted.end());
-  for (std::size_t i = 0; i < sorted.size(); ++i)
-    if (sorted[i] != int(i)) return false;
-  return true;
+  std::vector<int> identity(place.size());
+  std::iota(identity.begin(), identity.end(), 0);
+  return std::is_permutation(place.begin(), place.end(), identity.begin());
 }
 
 // The rows (place % group) that each GPC's clusters start in.
