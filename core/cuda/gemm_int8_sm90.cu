@@ -791,6 +791,24 @@ bool gemm_int8_wgmma_tma_launch(const int8_t* A, const int8_t* B, int M, int K, 
   return true;
 }
 
+// The ping-pong launch shape, shared by the GEMM and its place probe so that the probe sees the GEMM's
+// placement: clusters of `cl` blocks in x, blocks of 384 threads, `smem` bytes of dynamic shared memory each.
+// `attr` holds the cluster attribute that the returned configuration points to; the caller sets gridDim.
+cudaLaunchConfig_t pp_launch_config(cudaLaunchAttribute& attr, int cl, int smem, cudaStream_t s) {
+  attr = {};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = unsigned(cl);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.blockDim = dim3(384);
+  cfg.dynamicSmemBytes = std::size_t(smem);
+  cfg.stream = s;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
 // The GPC of each of the `clusters` clusters of `cl` blocks of the ping-pong grid that fills the GPU (`smem`
 // bytes per block), as an id of the GPC's first SM; empty where a probe launch fails (then the identity is
 // used). Three probe launches, each as many clusters as fit at once: clusters of `cl` give the SM of each
@@ -812,16 +830,8 @@ std::vector<int> probe_pp_gpcs(int cl, int smem, int clusters) {
             cudaFuncSetAttribute(pp_probe_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
   for (int size : {cl, 16, 8}) {
     if (!ok) break;
-    cudaLaunchConfig_t cfg{};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = unsigned(size);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.blockDim = dim3(384);
-    cfg.dynamicSmemBytes = std::size_t(smem);
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute attr;
+    cudaLaunchConfig_t cfg = pp_launch_config(attr, size, smem, nullptr);
     cfg.gridDim = dim3(unsigned(size * std::max(1, sm_count() / size)));
     int n = size == cl ? clusters : 0;
     if (size != cl && (cudaOccupancyMaxActiveClusters(&n, pp_probe_kernel, &cfg) != cudaSuccess || n <= 0)) {
@@ -866,17 +876,8 @@ bool gemm_int8_pingpong_launch(const int8_t* A, const int8_t* B, int M, int K, i
   if (!encode_operand(&ta, A, M, K, 128 / CN) || !encode_operand(&tb, B, N, K, 128 / CM)) return false;
   auto* kernel = gemm_int8_pingpong_kernel<O, CM, CN>;
   constexpr int kSmem = kPpSmem;
-  cudaLaunchConfig_t cfg{};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = CL;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.blockDim = dim3(384);
-  cfg.dynamicSmemBytes = kSmem;
-  cfg.stream = s;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t cfg = pp_launch_config(attr, CL, kSmem, s);
   static int resident = 0;  // clusters that fit at once (queried once per process)
   static std::once_flag once;
   std::call_once(once, [&] {
@@ -888,28 +889,36 @@ bool gemm_int8_pingpong_launch(const int8_t* A, const int8_t* B, int M, int K, i
       resident = sm_count() / CL;
     }
   });
-  // The places by GPC (PpPlaces) for orders of 1-8 unit rows, measured once; QS_PP_PLACE=0 keeps the identity.
-  static PpPlaces places[9];  // [g]: for an order of g unit rows; [0]: the identity
-  static bool placed = false;
-  static std::once_flag placed_once;
-  std::call_once(placed_once, [&] {
+  // The places by GPC (PpPlaces) for orders of 1-8 unit rows; QS_PP_PLACE=0 keeps the identity. The probe runs
+  // once per process, on the first launch whose grid fills the GPU: smaller grids (training's GEMMs) never pay
+  // its launches and device-wide syncs. The identity is set up first, for every launch.
+  static PpPlaces places[9] = {};  // [g]: for an order of g unit rows; [0]: the identity
+  static std::once_flag identity_once;
+  std::call_once(identity_once, [] {
     for (PpPlaces& p : places) std::iota(std::begin(p.of), std::end(p.of), 0);
-    const char* off = std::getenv("QS_PP_PLACE");
-    if (CM != 2 || CN != 1 || (off && std::atoi(off) == 0)) return;
-    const std::vector<int> gpc = probe_pp_gpcs(CL, kSmem, resident);
-    placed = !gpc.empty();
-    for (int g = 1; g <= 8 && placed; ++g) {
-      const std::vector<int> place = places_by_gpc(gpc, g);
-      for (std::size_t c = 0; c < place.size(); ++c) places[g].of[c] = uint8_t(place[c]);
-    }
   });
   const int units_m = (M + 128 * CM - 1) / (128 * CM);
   const long units = long(units_m) * ((N + 128 * CN - 1) / (128 * CN));
   cfg.gridDim = dim3(unsigned(CL * std::min<long>(units, resident)));
+  static bool placed = false;  // read only after this thread has passed probe_once
+  static std::once_flag probe_once;
+  if (units >= resident)
+    std::call_once(probe_once, [&] {
+      const char* off = std::getenv("QS_PP_PLACE");
+      if (CM != 2 || CN != 1 || (off && std::atoi(off) == 0)) return;
+      const std::vector<int> gpc = probe_pp_gpcs(CL, kSmem, resident);
+      if (gpc.empty()) return;
+      for (int g = 1; g <= 8; ++g) {
+        const std::vector<int> place = places_by_gpc(gpc, g);
+        for (std::size_t c = 0; c < place.size(); ++c) places[g].of[c] = uint8_t(place[c]);
+      }
+      placed = true;
+    });
   const char* g = std::getenv("QS_PP_GROUP");  // unit rows swept together (tuning); < 0: columns
   const int asked = g ? std::atoi(g) : 0;
   // The grid is every cluster the probe placed, in an order of at most 8 rows (fewer rows where M has fewer).
-  const bool full = placed && units >= resident && asked >= 0 && asked <= 8;
+  // `units >= resident` first: `placed` is read only by a thread that has passed probe_once.
+  const bool full = units >= resident && placed && asked >= 0 && asked <= 8;
   const int group = asked != 0 ? asked : full ? std::min(8, units_m) : 8 / CM;
   check(cudaLaunchKernelEx(&cfg, kernel, ta, tb, M, K, N, e, group, places[full ? group : 0]),
         "ping-pong kernel launch");
