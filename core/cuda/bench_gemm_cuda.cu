@@ -8,7 +8,12 @@
 // Each timed run is one call between two events on an idle GPU, so it includes the host's time to submit the
 // call (cublasLtMatmul 17-27 us, our launcher 8-11 us on the H100 host, session 13). Diagnostics:
 // QS_BENCH_BATCH=n times n calls back to back per event pair (the kernels' steady rate, no host time), and
-// QS_BENCH_HOST=1 notes each kernel's host submission time.
+// QS_BENCH_HOST=1 notes each kernel's host submission time, QS_BENCH_CLOCK=1 the SM clock each kernel ran at
+// (clock_witness_kernel, after every timed run, untimed). A power-capped H100 sets its clock by the power the
+// kernel draws, so back-to-back ratios depend on how long each kernel runs: in bursts of <= 1000 calls
+// cuBLASLt int8 ran at 1.75-1.80 GHz and our GEMM at 1.67-1.70 GHz (4096^3, 2048 x 4096 x 11008); in runs of
+// seconds (QS_BENCH_BATCH=20 --reps 10000) both at 1.49-1.68 GHz, ours 0-4 % below (session 18). Runs are
+// capped at 1000 per kernel unless --reps asks for more.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -36,6 +41,20 @@ namespace {
 using detail::check;
 template <typename T>
 using Buf = detail::DeviceBuffer<T>;
+
+// One block spins 20 us of %globaltimer and adds the SM cycles (clock64) and nanoseconds it took to sums[0]
+// and sums[1]: launched right after a timed run, it reads the clock the power limit left the SMs at.
+__global__ void clock_witness_kernel(unsigned long long* sums) {
+  if (threadIdx.x != 0) return;
+  unsigned long long g0, g1;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(g0));
+  const long long c0 = clock64();
+  do asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(g1));
+  while (g1 - g0 < 20000);
+  const long long c1 = clock64();
+  sums[0] += static_cast<unsigned long long>(c1 - c0);
+  sums[1] += g1 - g0;
+}
 
 constexpr double kTf32InputRel = 0x1p-10;  // TF32 keeps 10 mantissa bits (truncation or rounding)
 constexpr double kBf16InputRel = 0x1p-9;   // bfloat16 keeps 7, rounded to nearest here
@@ -193,7 +212,8 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
       }
       row.checked = R * std::size_t(N);
       const double first = detail::median_seconds(fn, 1, nullptr);
-      row.reps = std::clamp(int(std::ceil(cfg.min_seconds / std::max(first, 1e-9))), std::max(1, cfg.reps), 1000);
+      row.reps = std::clamp(int(std::ceil(cfg.min_seconds / std::max(first, 1e-9))), std::max(1, cfg.reps),
+                            std::max(1000, cfg.reps));
       if (std::getenv("QS_BENCH_HOST")) {  // diagnostics: how long the host takes to submit one call
         std::vector<float> us;
         for (int k = 0; k < 31; ++k) {
@@ -216,6 +236,9 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
       if (const char* e = std::getenv("QS_BENCH_ROUNDS")) rounds = std::max(1, std::atoi(e));  // 1: one kernel after another
       int batch = 1;
       if (const char* e = std::getenv("QS_BENCH_BATCH")) batch = std::max(1, std::atoi(e));
+      const bool clock = std::getenv("QS_BENCH_CLOCK") != nullptr;  // the clock witness (top of the file)
+      Buf<unsigned long long> clock_sums(clock ? 2 * std::size_t(n) : 0);
+      if (clock) check(cudaMemset(clock_sums.ptr, 0, 2 * std::size_t(n) * sizeof(unsigned long long)), "memset");
       for (int r = 0; r < rounds; ++r)
         for (int i = 0; i < n; ++i) {
           Pending& p = pending[std::size_t((r + i) % n)];  // round r starts at kernel r: every kernel in every place
@@ -227,12 +250,27 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
           // `batch` calls back to back between the events (QS_BENCH_BATCH; 1 by default), each run's time divided.
           const int share = (p.row.reps + rounds - 1 - r) / rounds;
           const std::size_t from = p.ms.size();
+          unsigned long long* sums = clock ? clock_sums.ptr + 2 * ((r + i) % n) : nullptr;
           detail::time_runs([&] { for (int b = 0; b < batch; ++b) p.fn(); }, share > 0 ? std::max(1, share / batch) : 0,
-                            nullptr, p.ms);
+                            nullptr, p.ms, [&] {
+                              if (sums) clock_witness_kernel<<<1, 32>>>(sums);
+                            });
           for (std::size_t j = from; j < p.ms.size(); ++j) p.ms[j] /= float(batch);
         }
+      std::vector<unsigned long long> clock_host(clock ? 2 * std::size_t(n) : 0);
+      if (clock)
+        check(cudaMemcpy(clock_host.data(), clock_sums.ptr, clock_host.size() * sizeof(unsigned long long),
+                         cudaMemcpyDeviceToHost),
+              "clock witness");
       for (Pending& p : pending) {
         BenchGemmRow& row = p.row;
+        if (clock) {
+          const std::size_t k = 2 * std::size_t(&p - pending.data());
+          char buf[96];
+          std::snprintf(buf, sizeof buf, ": SM clock %.0f MHz after its timed runs",
+                        clock_host[k + 1] ? 1e3 * double(clock_host[k]) / double(clock_host[k + 1]) : 0.0);
+          note(row.kernel + " " + dims + buf);
+        }
         const double t = detail::median_of(p.ms);
         row.median_ms = t * 1e3;
         const bool bwd = row.kernel.rfind("bwd-", 0) == 0;  // two products: dX and dW

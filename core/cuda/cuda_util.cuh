@@ -64,10 +64,15 @@ struct StreamScratch {  // freed in stream order when it goes out of scope
   StreamScratch& operator=(const StreamScratch&) = delete;
 };
 
+struct NoAfter {
+  void operator()() const {}
+};
+
 // Runs fn once to warm up, then `reps` times between events on `stream`, appending each run's milliseconds
-// to `ms` (nothing at all for reps <= 0).
-template <typename Fn>
-void time_runs(Fn&& fn, int reps, cudaStream_t stream, std::vector<float>& ms) {
+// to `ms` (nothing at all for reps <= 0). `after` is enqueued after each run's closing event, so its work
+// is not timed (the bench's clock witness).
+template <typename Fn, typename After = NoAfter>
+void time_runs(Fn&& fn, int reps, cudaStream_t stream, std::vector<float>& ms, After&& after = {}) {
   if (reps <= 0) return;
   cudaEvent_t e0, e1;
   check(cudaEventCreate(&e0), "event");
@@ -77,6 +82,7 @@ void time_runs(Fn&& fn, int reps, cudaStream_t stream, std::vector<float>& ms) {
     check(cudaEventRecord(e0, stream), "event");
     fn();
     check(cudaEventRecord(e1, stream), "event");
+    after();
     check(cudaEventSynchronize(e1), "event");
     float t = 0;
     check(cudaEventElapsedTime(&t, e0, e1), "event");

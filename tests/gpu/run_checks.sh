@@ -45,6 +45,13 @@ $cli bench gemm --backend cuda --sizes 4096,8192 --shape 16x4096x4096 --shape 20
 QS_BENCH_BATCH=20 $cli bench gemm --backend cuda --sizes 4096,8192 --shape 16x4096x4096 --shape 2048x4096x11008 \
   --kernels int8-cublaslt,int8-wgmma,int8-wgmma-dq 2> "$out/bench_gemm_cuda_b2b.log" > "$out/bench_gemm_cuda_b2b.csv"
 grep -E "FAILED|x int8-cublaslt" "$out/bench_gemm_cuda_b2b.log" | grep -v "1.000x" | sed "s/^#   /back to back: /"
+# And sustained (about a second per int8 kernel, as in a training loop; cuBLAS fp32, which always runs, takes
+# most of the minute), with the SM clock each kernel ran at: a power-capped card slows down by the power a
+# kernel draws, so short bursts and sustained runs give different ratios.
+QS_BENCH_CLOCK=1 QS_BENCH_BATCH=20 $cli bench gemm --backend cuda --sizes 4096 --shape 2048x4096x11008 \
+  --kernels int8-cublaslt,int8-wgmma,int8-wgmma-dq --reps 10000 2> "$out/bench_gemm_cuda_sustained.log" \
+  > "$out/bench_gemm_cuda_sustained.csv"
+grep -E "FAILED|x int8-cublaslt|SM clock" "$out/bench_gemm_cuda_sustained.log" | grep -v "1.000x" | sed "s/^#   /sustained: /"
 python3 tests/gpu/torch_gemm_oracle.py 4096 8192 16x4096x4096 > "$out/torch_gemm.csv" 2>&1; cat "$out/torch_gemm.csv"
 $cli bench gemm --backend cpu --threads 1 --sizes 1024,2048 --shape 1x4096x4096 --shape 16x4096x4096 2>/dev/null | tee "$out/bench_gemm_cpu.csv"
 $cli bench analyze --size-mb 1024 --tensors 256 --threads 1 | tee "$out/bench_analyze.csv"
