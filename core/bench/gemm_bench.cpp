@@ -252,7 +252,9 @@ std::vector<BenchGemmRow> bench_gemm_cpu(const BenchGemmConfig& cfg,
       const auto t0 = std::chrono::steady_clock::now();
       fn();
       const double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      row.reps = std::clamp(int(std::ceil(cfg.min_seconds / std::max(first, 1e-9))), std::max(1, cfg.reps), 1000);
+      // --min-time asks for at most 1000 runs; --reps may ask for more (std::clamp needs lo <= hi).
+      row.reps = std::clamp(int(std::ceil(cfg.min_seconds / std::max(first, 1e-9))), std::max(1, cfg.reps),
+                            std::max(1000, cfg.reps));
       const double t = median_seconds(fn, row.reps);
       row.median_ms = t * 1e3;
       row.gops = 2.0 * double(M) * double(N) * double(K) / t / 1e9;

@@ -176,6 +176,12 @@ endforeach()
 if(n_exact LESS 2)
   fail("bench gemm: expected exact int8 rows, got: ${out}")
 endif()
+# --reps is a floor even above the 1000 runs that --min-time is capped at (it was std::clamp with lo > hi).
+run(bench gemm --backend cpu --shape 4x8x4 --threads 1 --kernels int8-generic --reps 1500 --min-time 1)
+expect_ok("bench gemm --reps 1500")
+if(NOT err MATCHES "int8-generic 4x8x4: [0-9]+ outputs checked, 1500 timed runs")
+  fail("bench gemm --reps 1500: expected 1500 timed runs, stderr: ${err}")
+endif()
 run(bench gemm --backend cpu --shape 0x4x4)
 expect_error("bench gemm bad shape" "shape|size|positive")
 
