@@ -165,6 +165,12 @@ GemmBenchData make_gemm_bench_data(const GemmShape& shape, bool act_per_row, uin
   return d;
 }
 
+int bench_gemm_reps(const BenchGemmConfig& cfg, double first_seconds) {
+  // --min-time asks for at most 1000 runs; --reps may ask for more (std::clamp needs lo <= hi).
+  const int floor = std::max(1, cfg.reps);
+  return std::clamp(int(std::ceil(cfg.min_seconds / std::max(first_seconds, 1e-9))), floor, std::max(1000, floor));
+}
+
 std::vector<BenchGemmRow> bench_gemm_cpu(const BenchGemmConfig& cfg,
                                          const std::function<void(const BenchGemmRow&)>& on_row,
                                          const ProgressFn& progress) {
@@ -252,9 +258,7 @@ std::vector<BenchGemmRow> bench_gemm_cpu(const BenchGemmConfig& cfg,
       const auto t0 = std::chrono::steady_clock::now();
       fn();
       const double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      // --min-time asks for at most 1000 runs; --reps may ask for more (std::clamp needs lo <= hi).
-      row.reps = std::clamp(int(std::ceil(cfg.min_seconds / std::max(first, 1e-9))), std::max(1, cfg.reps),
-                            std::max(1000, cfg.reps));
+      row.reps = bench_gemm_reps(cfg, first);
       const double t = median_seconds(fn, row.reps);
       row.median_ms = t * 1e3;
       row.gops = 2.0 * double(M) * double(N) * double(K) / t / 1e9;

@@ -26,7 +26,7 @@ struct BenchGemmConfig {
   std::vector<GemmShape> shapes;
   int threads = 1;              // <= 0: all cores; every kernel of a run uses the same count
   int reps = 5;                 // at least this many timed runs (median reported) ...
-  double min_seconds = 0.25;    // ... and more, up to 1000, until they add up to this
+  double min_seconds = 0.25;    // ... and more, up to max(1000, reps), until they add up to this
   int slow_max_dim = 512;       // int8-ref and int8-generic only when max(M, K, N) <= this ...
   std::vector<std::string> kernels;  // ... unless named here; non-empty: run only these (plus the fp32 baselines)
   bool act_per_row = true;      // dynamic activation scales per row (token) or per tensor
@@ -77,6 +77,10 @@ GemmBenchData make_gemm_bench_data(const GemmShape& shape, bool act_per_row, uin
 // Throws std::invalid_argument for a kernel name not in `available`, no shapes, a non-positive size or K
 // beyond the int32-safe bound.
 void validate_bench_gemm_config(const BenchGemmConfig& cfg, const std::vector<std::string>& available);
+
+// How many timed runs a kernel gets whose first run took `first_seconds`: at least cfg.reps, more until they
+// add up to cfg.min_seconds, those extra runs capped at 1000 (the CPU and GPU benchmarks both).
+int bench_gemm_reps(const BenchGemmConfig& cfg, double first_seconds);
 
 // Checks of another backend's output rows: `got` holds rows.size() rows of N values in the order of
 // `rows`. Each throws std::runtime_error naming `kernel` and the first wrong output, else returns the

@@ -212,8 +212,7 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
       }
       row.checked = R * std::size_t(N);
       const double first = detail::median_seconds(fn, 1, nullptr);
-      row.reps = std::clamp(int(std::ceil(cfg.min_seconds / std::max(first, 1e-9))), std::max(1, cfg.reps),
-                            std::max(1000, cfg.reps));
+      row.reps = bench_gemm_reps(cfg, first);
       if (std::getenv("QS_BENCH_HOST")) {  // diagnostics: how long the host takes to submit one call
         std::vector<float> us;
         for (int k = 0; k < 31; ++k) {
