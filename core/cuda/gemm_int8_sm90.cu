@@ -408,13 +408,13 @@ __global__ void __launch_bounds__(C::kThreads + 32, C::kMinBlocks)  // two consu
 // the producer (one thread issues the TMA loads of every tile's K slices, in tile order, into a ring of
 // kPpStages slots); warpgroups 1 and 2 are consumers that take the block's tiles in turn (even ones, odd ones),
 // each computing a whole 128 x 128 tile in 128 accumulator registers (two m64n128k32 MMAs per 32-byte K step).
-// While one consumer multiplies, the other stores its finished tile (through its warps' staging buffers), so a
-// tile's epilogue hides behind the next tile's MMAs instead of stalling the SM (the one-block-per-tile kernel
-// above pays it on every tile: 10 % more cycles than cuBLASLt at 4096^3 with locked clocks, measured with
-// ncu). Slot q of the block's continuous slice count is slot q % S in phase (q / S) & 1; each consumer knows
+// While one consumer multiplies, the other stores its finished tile (through its warps' staging buffers: by TMA
+// store for int32 and float32 out, pp_store_tile_tma), so a tile's epilogue hides behind the next tile's MMAs
+// instead of stalling the SM (the one-block-per-tile kernel above pays it on every tile: 10 % more cycles than
+// cuBLASLt at 4096^3 with locked clocks, measured with ncu). Slot q of the block's continuous slice count is slot q % S in phase (q / S) & 1; each consumer knows
 // where its tiles' q start and counts on from there.
 // The ring has 6 slots (7 fit, as in cuBLASLt's kernel, but the seventh's 32 KiB hold the staging buffers of
-// the epilogue: 4 KiB per consumer warp; see pp_store_tile_staged).
+// the epilogue: 4 KiB per consumer warp; see pp_store_tile_tma and pp_store_tile_staged).
 constexpr int kPpStages = 6, kPpStageBytes = 2 * 128 * 128;  // A and B slices of 128 rows x 128 bytes
 constexpr int kPpStagingBytes = 8 * 16 * 64 * 4;            // 8 consumer warps x 16 rows x 64 int32
 constexpr int kPpSmem = kPpStages * kPpStageBytes + kPpStagingBytes + 1024 + 16 * kPpStages;  // + alignment, mbarriers
@@ -566,6 +566,97 @@ __device__ __forceinline__ void cluster_sync_all() {
 }
 #endif
 
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// TMA stores: a box of 16 rows x 32 four-byte values from a 128-byte-swizzled staging buffer of this block to
+// global memory, clipped at the tensor's edges by the TMA unit; bulk groups per thread.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n"
+               ::"l"(reinterpret_cast<uint64_t>(map)), "r"(src), "r"(c0), "r"(c1) : "memory");
+}
+__device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void tma_store_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void tma_store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+__device__ __forceinline__ void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void st_shared_v2(uint32_t addr, int a, int b) {
+  asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(a), "r"(b) : "memory");
+}
+
+// A consumer warp's 16 rows of a finished 128 x 128 tile (int32 or float32 out) by TMA store: 8 passes (two
+// 64-row halves x four 32-column boxes), each writing its fragments straight into one of two 2 KiB buffers in
+// the 128-byte swizzle the tensor map expects (16-byte chunk c of row r at c ^ (r % 8): two wavefronts per
+// 256-byte warp store, no read-back), then one lane issues the store. A buffer is rewritten only after its
+// previous store has read it (wait_group.read 1). Float32: dequantized in registers first, row scales loaded
+// per half; each lane loads one column's scale and bias per box (two loads per pass, clamped indices as in
+// pp_store_tile_staged) and the lanes exchange them by shuffle. Loading each 8-column group's scales where it
+// is used instead (16 loads per pass, each waited on: more would be hoisted and spill) took 2 % more cycles
+// at 4096^3 and 2048 x 4096 x 11008 (ncu, H100, session 19).
+template <int O>
+__device__ __forceinline__ void pp_store_tile_tma(const Epi& e, const int (&a0)[64], const int (&a1)[64], int m0,
+                                                  int n0, uint32_t stg, const CUtensorMap* tmY) {
+  const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
+  float sa[2] = {0.0f, 0.0f};  // the row scales of rows g and g + 8 of the current half
+  const int has_bias = e.bias != nullptr;
+  const float* bias_p = has_bias ? e.bias : e.sb;
+  const int bias_mask = -has_bias;  // all ones with a bias, else +0.0f's bits
+  if (lane == 0) tma_store_wait_read<0>();  // the previous tile's stores have read both buffers
+  __syncwarp();
+#pragma unroll
+  for (int p = 0; p < 8; ++p) {
+    const int h = p >> 2, b = p & 3;
+    const int* a = h ? a1 : a0;
+    const uint32_t buf = stg + uint32_t(p & 1) * 2048u;
+    if constexpr (O == kOutF32) {
+      if (b == 0) {
+        asm volatile("" ::: "memory");
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+          sa[i] = __ldg(e.sa + std::size_t(min(m0 + 64 * h + 16 * w + g + 8 * i, e.M - 1)) * e.sa_step);
+      }
+    }
+    float sb_l = 0.0f, b_l = 0.0f;  // float32: the scale and bias of the box's column n0 + 32 b + lane
+    if constexpr (O == kOutF32) {
+      // Loaded before the wait below, so that their latency overlaps it. Without a bias: a load of sb[0]
+      // (always there) masked to +0.0f, no branch.
+      const int c = min(n0 + 32 * b + lane, e.N - 1);
+      sb_l = __ldg(e.sb + std::size_t(c) * e.sb_step);
+      b_l = __int_as_float(__float_as_int(__ldg(bias_p + std::size_t(c) * std::size_t(has_bias))) & bias_mask);
+    }
+    if (p >= 2) {
+      if (lane == 0) tma_store_wait_read<1>();  // the store of pass p - 2 has read this buffer
+      __syncwarp();
+    }
+#pragma unroll
+    for (int jj = 0; jj < 4; ++jj) {
+      const int j = 4 * b + jj;  // 8-column group of the tile: columns 8 j + 2 t, + 1
+      int v0 = a[4 * j], v1 = a[4 * j + 1], v2 = a[4 * j + 2], v3 = a[4 * j + 3];
+      if constexpr (O == kOutF32) {
+        // Columns 8 jj + 2 t and + 1 of the box: their scales and biases from the lanes that loaded them.
+        const float sb0 = __shfl_sync(0xffffffffu, sb_l, 8 * jj + 2 * t);
+        const float sb1 = __shfl_sync(0xffffffffu, sb_l, 8 * jj + 2 * t + 1);
+        const float b0 = __shfl_sync(0xffffffffu, b_l, 8 * jj + 2 * t);
+        const float b1 = __shfl_sync(0xffffffffu, b_l, 8 * jj + 2 * t + 1);
+        v0 = __float_as_int(dequant_one(v0, sa[0], sb0, b0));
+        v1 = __float_as_int(dequant_one(v1, sa[0], sb1, b1));
+        v2 = __float_as_int(dequant_one(v2, sa[1], sb0, b0));
+        v3 = __float_as_int(dequant_one(v3, sa[1], sb1, b1));
+      }
+      const uint32_t chunk = uint32_t((2 * jj + (t >> 1)) ^ g), within = uint32_t(t & 1) * 8u;
+      st_shared_v2(buf + uint32_t(g) * 128u + chunk * 16u + within, v0, v1);        // row g
+      st_shared_v2(buf + uint32_t(g + 8) * 128u + chunk * 16u + within, v2, v3);    // row g + 8: (g + 8) % 8 == g
+    }
+    fence_proxy_async_shared();  // the generic-proxy writes are visible to the TMA unit
+    __syncwarp();
+    if (lane == 0) {
+      tma_store_2d(tmY, buf, n0 + 32 * b, m0 + 64 * h + 16 * w);
+      tma_store_commit();
+    }
+  }
+}
+#endif
+
 // Clusters of CM x CN blocks on adjacent tiles share operand slices through multicast loads. The default, two
 // blocks on vertically adjacent tiles (tile rows 2 u and 2 u + 1 of one tile column, CM = 2, CN = 1), share
 // B: each block loads its own A (128 rows) and one half of B (64 rows) into both blocks' rings, so L2 serves
@@ -575,10 +666,11 @@ __device__ __forceinline__ void cluster_sync_all() {
 // quarter fewer L2 bytes per MMA (measured) and raise the tensor pipe's share of active cycles from 80 % to
 // 87 %, but only 30 clusters of four fit on the H100 (120 SMs), which costs more than it gains
 // (QS_WGMMA_CLUSTER=2x2 for comparison).
-template <int O, int CM, int CN>
+template <int O, int CM, int CN, bool TS>
 __global__ void __launch_bounds__(384, 1)
     gemm_int8_pingpong_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, int M,
-                              int K, int N, Epi e, int group, const __grid_constant__ PpPlaces places) {
+                              int K, int N, Epi e, int group, const __grid_constant__ PpPlaces places,
+                              const __grid_constant__ CUtensorMap tmY) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int BK = 128, S = kPpStages, CL = CM * CN;
   // Block `rank` of the cluster takes tile (CM u + rm, CN v + rn) of unit (u, v). The CN blocks of one tile
@@ -715,7 +807,15 @@ __global__ void __launch_bounds__(384, 1)
       }
       release(prev);  // the tile's last slice
       int32_t* stg = reinterpret_cast<int32_t*>(smem_raw + (staging - smem_addr(smem_raw))) + (threadIdx.x / 32 - 4) * 1024;
-      pp_store_tile_staged<O>(e, a0, a1, tm * 128, tn * 128, stg);
+      if constexpr (TS && (O == kOutI32 || O == kOutF32)) {
+        (void)stg;
+        pp_store_tile_tma<O>(e, a0, a1, tm * 128, tn * 128, staging + uint32_t(threadIdx.x / 32 - 4) * 4096u, &tmY);
+      } else {
+        pp_store_tile_staged<O>(e, a0, a1, tm * 128, tn * 128, stg);
+      }
+    }
+    if constexpr (TS) {
+      if ((threadIdx.x & 31) == 0) tma_store_wait_all();  // no store still reads shared memory
     }
   }
   cluster_sync_all();  // no block leaves while its peer may still load into it or arrive
@@ -860,6 +960,38 @@ std::vector<int> probe_pp_gpcs(int cl, int smem, int clusters) {
   return gpc;
 }
 
+// The identity order of the ping-pong grid's clusters (blockIdx order).
+const PpPlaces& pp_identity() {
+  static const PpPlaces identity = [] {
+    PpPlaces p{};
+    std::iota(std::begin(p.of), std::end(p.of), 0);
+    return p;
+  }();
+  return identity;
+}
+
+// The places by GPC (probe_pp_gpcs, places_by_gpc) of the 2 x 1 ping-pong grid of `resident` clusters, for
+// orders of g = 1-8 unit rows ([g]). Probed once per process, on the first call, for every output type (their
+// kernels have the same launch shape); nullptr where the probe failed, QS_PP_PLACE=0 keeps blockIdx order, or
+// a call asks for another count of clusters than the one probed.
+const PpPlaces* pp_places(int resident) {
+  static PpPlaces places[9] = {};
+  static int probed = 0;  // clusters probed; 0: none (failed or switched off)
+  static std::once_flag once;
+  std::call_once(once, [resident] {
+    const char* off = std::getenv("QS_PP_PLACE");
+    if (off && std::atoi(off) == 0) return;
+    const std::vector<int> gpc = probe_pp_gpcs(2, kPpSmem, resident);
+    if (gpc.empty()) return;
+    for (int g = 1; g <= 8; ++g) {
+      const std::vector<int> place = places_by_gpc(gpc, g);
+      for (std::size_t c = 0; c < place.size(); ++c) places[g].of[c] = uint8_t(place[c]);
+    }
+    probed = resident;
+  });
+  return probed > 0 && probed == resident ? places : nullptr;
+}
+
 // The ping-pong kernel over every 128 x 128 tile: one block per SM (fewer where there are fewer tiles), in
 // clusters of CM x CN. As many clusters as can be resident at once (GPCs need not hold a multiple of CM x CN
 // free SMs), so the persistent blocks never wait for each other's SMs. False where the encoder is missing.
@@ -874,7 +1006,8 @@ bool gemm_int8_pingpong_launch(const int8_t* A, const int8_t* B, int M, int K, i
   constexpr int CL = CM * CN;
   CUtensorMap ta, tb;
   if (!encode_operand(&ta, A, M, K, 128 / CN) || !encode_operand(&tb, B, N, K, 128 / CM)) return false;
-  auto* kernel = gemm_int8_pingpong_kernel<O, CM, CN>;
+  auto* kernel = gemm_int8_pingpong_kernel<O, CM, CN, false>;
+  auto* kernel_ts = gemm_int8_pingpong_kernel<O, CM, CN, true>;  // the epilogue by TMA store
   constexpr int kSmem = kPpSmem;
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t cfg = pp_launch_config(attr, CL, kSmem, s);
@@ -882,6 +1015,7 @@ bool gemm_int8_pingpong_launch(const int8_t* A, const int8_t* B, int M, int K, i
   static std::once_flag once;
   std::call_once(once, [&] {
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "ping-pong kernel attribute");
+    check(cudaFuncSetAttribute(kernel_ts, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "ping-pong kernel attribute");
     cudaLaunchConfig_t q = cfg;
     q.gridDim = dim3(unsigned(CL * sm_count()));
     if (cudaOccupancyMaxActiveClusters(&resident, kernel, &q) != cudaSuccess || resident <= 0) {
@@ -889,38 +1023,32 @@ bool gemm_int8_pingpong_launch(const int8_t* A, const int8_t* B, int M, int K, i
       resident = sm_count() / CL;
     }
   });
-  // The places by GPC (PpPlaces) for orders of 1-8 unit rows; QS_PP_PLACE=0 keeps the identity. The probe runs
-  // once per process, on the first launch whose grid fills the GPU: smaller grids (training's GEMMs) never pay
-  // its launches and device-wide syncs. The identity is set up first, for every launch.
-  static PpPlaces places[9] = {};  // [g]: for an order of g unit rows; [0]: the identity
-  static std::once_flag identity_once;
-  std::call_once(identity_once, [] {
-    for (PpPlaces& p : places) std::iota(std::begin(p.of), std::end(p.of), 0);
-  });
   const int units_m = (M + 128 * CM - 1) / (128 * CM);
   const long units = long(units_m) * ((N + 128 * CN - 1) / (128 * CN));
   cfg.gridDim = dim3(unsigned(CL * std::min<long>(units, resident)));
-  static bool placed = false;  // read only after this thread has passed probe_once
-  static std::once_flag probe_once;
-  if (units >= resident)
-    std::call_once(probe_once, [&] {
-      const char* off = std::getenv("QS_PP_PLACE");
-      if (CM != 2 || CN != 1 || (off && std::atoi(off) == 0)) return;
-      const std::vector<int> gpc = probe_pp_gpcs(CL, kSmem, resident);
-      if (gpc.empty()) return;
-      for (int g = 1; g <= 8; ++g) {
-        const std::vector<int> place = places_by_gpc(gpc, g);
-        for (std::size_t c = 0; c < place.size(); ++c) places[g].of[c] = uint8_t(place[c]);
-      }
-      placed = true;
-    });
+  // The places by GPC are probed on the first launch whose grid fills the GPU (smaller grids, training's GEMMs,
+  // never pay its launches and device-wide syncs), once per process for every output type.
+  const PpPlaces* placed = CM == 2 && CN == 1 && units >= resident ? pp_places(resident) : nullptr;
   const char* g = std::getenv("QS_PP_GROUP");  // unit rows swept together (tuning); < 0: columns
   const int asked = g ? std::atoi(g) : 0;
   // The grid is every cluster the probe placed, in an order of at most 8 rows (fewer rows where M has fewer).
-  // `units >= resident` first: `placed` is read only by a thread that has passed probe_once.
-  const bool full = units >= resident && placed && asked >= 0 && asked <= 8;
+  const bool full = placed && asked >= 0 && asked <= 8;
   const int group = asked != 0 ? asked : full ? std::min(8, units_m) : 8 / CM;
-  check(cudaLaunchKernelEx(&cfg, kernel, ta, tb, M, K, N, e, group, places[full ? group : 0]),
+  // int32 and float32 out whose rows are whole 16-byte chunks leave by TMA store (pp_store_tile_tma);
+  // float16 out, other rows and QS_PP_TMA_STORE=0 (comparison) through the staging buffers and st.global.
+  CUtensorMap ty{};
+  const char* ts = std::getenv("QS_PP_TMA_STORE");
+  int tma_store = !(ts && std::atoi(ts) == 0) && (O == kOutI32 || O == kOutF32) && N % 4 == 0 &&
+                  reinterpret_cast<std::uintptr_t>(e.Y) % 16 == 0;
+  if (tma_store) {
+    const EncodeTiledFn encode = tensor_map_encoder();
+    const cuuint64_t dim[2] = {cuuint64_t(N), cuuint64_t(M)}, stride[1] = {cuuint64_t(N) * 4};
+    const cuuint32_t box[2] = {32, 16}, one[2] = {1, 1};
+    tma_store = encode && encode(&ty, O == kOutI32 ? CU_TENSOR_MAP_DATA_TYPE_INT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, e.Y,
+                       dim, stride, box, one, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                       CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  }
+  check(cudaLaunchKernelEx(&cfg, tma_store ? kernel_ts : kernel, ta, tb, M, K, N, e, group, full ? placed[group] : pp_identity(), ty),
         "ping-pong kernel launch");
   return true;
 }
