@@ -1129,16 +1129,16 @@ void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int 
     const char* load = std::getenv("QS_WGMMA_LOAD");
     if (!(load && std::strcmp(load, "cpasync") == 0)) {
       bool done = false;
-      // The ping-pong kernel up to K = 4096: it hides each tile's epilogue behind the other consumer's MMAs,
-      // which matters less as K grows. H100, ratios to cuBLASLt over session 14's calls (notes/
-      // issue18-gemm-tma.md), one call per event pair / 20 back to back, ping-pong against the one-block-per-
-      // tile kernel: int32 out 4096^3 0.96-1.04 / 0.88-0.91 against 0.90-1.00 / 0.79-0.90, 2048 x 4096 x 11008
-      // 0.95-1.05 / 0.87-0.95 against 0.85-0.97 / 0.75-0.87, 4096 x 2048 x 4096 1.07-1.13 / 0.95-0.98 against
-      // 0.88-0.95 / 0.78-0.83; float32 out at 4096^3 0.93-1.00 / 0.82-0.87 against 0.85-0.98 / 0.78-0.80; at
-      // K = 8192 (8192^3, int32) 0.96-1.01 / 0.94-1.00 against 0.89-1.00 / 0.91-1.12. QS_WGMMA_PP=1 forces it
-      // (any K), 0 turns it off.
+      // The ping-pong kernel for every K: it hides each tile's epilogue behind the other consumer's MMAs.
+      // H100, ratios to cuBLASLt over session 14's calls (notes/issue18-gemm-tma.md), one call per event pair /
+      // 20 back to back, ping-pong against the one-block-per-tile kernel: int32 out 4096^3 0.96-1.04 /
+      // 0.88-0.91 against 0.90-1.00 / 0.79-0.90, 2048 x 4096 x 11008 0.95-1.05 / 0.87-0.95 against 0.85-0.97 /
+      // 0.75-0.87, 4096 x 2048 x 4096 1.07-1.13 / 0.95-0.98 against 0.88-0.95 / 0.78-0.83. Above K = 4096 it
+      // won once it placed its clusters by GPC and stored by TMA (session 19, one call, ncu cycles): 8192^3
+      // 1.118M against 1.211M (int32) and 1.114M against 1.233M (float32), 4096 x 8192 x 4096 292k against
+      // 319k; per call 0.98-1.06 against 0.85-0.95 at 8192^3. QS_WGMMA_PP=0 turns it off.
       const char* pp = std::getenv("QS_WGMMA_PP");
-      const bool use_pp = pp ? std::atoi(pp) == 1 : K <= 4096;
+      const bool use_pp = !(pp && std::atoi(pp) == 0);
       if (use_pp && K > 0) {
         const char* cl = std::getenv("QS_WGMMA_CLUSTER");  // tile rows x tile columns per cluster (tuning)
         done = cl && std::strcmp(cl, "2x2") == 0 ? gemm_int8_pingpong_out<2, 2>(A, B, M, K, N, e, out, s)

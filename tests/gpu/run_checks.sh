@@ -20,8 +20,8 @@ ctest --test-dir build-gpu --output-on-failure -E tst_cuda_selftest > "$out/ctes
 # The CUDA correctness suite through its ctest entry (the cases `selftest --backend cuda` prints).
 ctest --test-dir build-gpu -V -R tst_cuda_selftest > "$out/selftest_cuda.log" 2>&1
 grep -E "Failure|passed,|tests passed|Skipped|SKIP" "$out/selftest_cuda.log" | tail -8
-# The same cases with the ping-pong GEMM kernel forced on every wgmma product (any K, every output; the
-# default takes it up to K = 4096), with its int32 / float32 tiles stored through the staging buffers instead of
+# The same cases with the ping-pong GEMM kernel forced on every wgmma product (every output, tile shape 128 x 256
+# for the kernels it falls back to), with its int32 / float32 tiles stored through the staging buffers instead of
 # by TMA store (the path float16 out and rows of other widths take), and turned off (the one-block-per-tile
 # kernels everywhere).
 for pp in "QS_WGMMA_PP=1 QS_WGMMA_TILE=128x256" "QS_PP_TMA_STORE=0" "QS_WGMMA_PP=0"; do
