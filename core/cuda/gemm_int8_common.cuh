@@ -47,6 +47,25 @@ __device__ __forceinline__ void store_one(const Epi& e, int row, int col, int32_
   }
 }
 
+// Four neighbouring outputs of row-major Y from element `at` on, in one store (16-byte aligned; float16: 8-byte):
+// the int32 sums v, or their dequantized values y (float32, or float16 rounded to nearest).
+template <int O>
+__device__ __forceinline__ void store_four(const Epi& e, std::size_t at, int4 v, const float (&y)[4]) {
+  if constexpr (O == kOutI32) {
+    *reinterpret_cast<int4*>(static_cast<int32_t*>(e.Y) + at) = v;
+  } else if constexpr (O == kOutF32) {
+    *reinterpret_cast<float4*>(static_cast<float*>(e.Y) + at) = make_float4(y[0], y[1], y[2], y[3]);
+  } else {
+    static_assert(O == kOutF16, "store_four: int32, float32 or float16 out");
+    const __half2 lo = __halves2half2(__float2half_rn(y[0]), __float2half_rn(y[1]));
+    const __half2 hi = __halves2half2(__float2half_rn(y[2]), __float2half_rn(y[3]));
+    uint2 w;
+    w.x = *reinterpret_cast<const uint32_t*>(&lo);
+    w.y = *reinterpret_cast<const uint32_t*>(&hi);
+    *reinterpret_cast<uint2*>(static_cast<__half*>(e.Y) + at) = w;
+  }
+}
+
 // The epilogue through shared memory: the accumulators of a tile are first written to shared memory
 // (int32, row stride BN + kCsPad words, which keeps the fragment writes free of bank conflicts), then
 // drain_tile reads them back so that each thread owns four neighbouring columns: their scales and biases
@@ -88,30 +107,19 @@ __device__ __forceinline__ void drain_tile(const Epi& e, const int32_t* Cs, int 
       for (int i = 0; i < valid; ++i)
         if (a[i]) atomicAdd(Y + i, a[i]);
     } else if constexpr (O == kOutI32) {
-      int32_t* Y = static_cast<int32_t*>(e.Y) + at;
-      if (vec) *reinterpret_cast<int4*>(Y) = v;
+      if (vec) store_four<O>(e, at, v, {});
       else
-        for (int i = 0; i < valid; ++i) Y[i] = a[i];
+        for (int i = 0; i < valid; ++i) static_cast<int32_t*>(e.Y)[at + i] = a[i];
     } else {
       float y[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) y[i] = dequant_one(a[i], sa[p], sb[i], bb[i]);
-      if constexpr (O == kOutF32) {
-        float* Y = static_cast<float*>(e.Y) + at;
-        if (vec) *reinterpret_cast<float4*>(Y) = make_float4(y[0], y[1], y[2], y[3]);
-        else
-          for (int i = 0; i < valid; ++i) Y[i] = y[i];
+      if (vec) {
+        store_four<O>(e, at, v, y);
       } else {
-        __half* Y = static_cast<__half*>(e.Y) + at;
-        if (vec) {
-          const __half2 lo = __halves2half2(__float2half_rn(y[0]), __float2half_rn(y[1]));
-          const __half2 hi = __halves2half2(__float2half_rn(y[2]), __float2half_rn(y[3]));
-          uint2 w;
-          w.x = *reinterpret_cast<const uint32_t*>(&lo);
-          w.y = *reinterpret_cast<const uint32_t*>(&hi);
-          *reinterpret_cast<uint2*>(Y) = w;
-        } else {
-          for (int i = 0; i < valid; ++i) Y[i] = __float2half_rn(y[i]);
+        for (int i = 0; i < valid; ++i) {
+          if constexpr (O == kOutF32) static_cast<float*>(e.Y)[at + i] = y[i];
+          else static_cast<__half*>(e.Y)[at + i] = __float2half_rn(y[i]);
         }
       }
     }

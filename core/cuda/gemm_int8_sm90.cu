@@ -509,24 +509,12 @@ __device__ __forceinline__ void pp_store_tile_staged(const Epi& e, const int (&a
           for (int i = 0; i < 4; ++i) store_one<O>(e, gr, gc + i, x[i]);
           continue;
         }
-        const std::size_t at = std::size_t(gr) * e.N + gc;
-        if constexpr (O == kOutI32) {
-          *reinterpret_cast<int4*>(static_cast<int32_t*>(e.Y) + at) = v;
-        } else {
-          float y[4];
+        float y[4] = {};
+        if constexpr (kDequant) {
 #pragma unroll
           for (int i = 0; i < 4; ++i) y[i] = dequant_one(x[i], sa, sb[cb][i], bb[cb][i]);
-          if constexpr (O == kOutF32) {
-            *reinterpret_cast<float4*>(static_cast<float*>(e.Y) + at) = make_float4(y[0], y[1], y[2], y[3]);
-          } else {
-            const __half2 lo = __halves2half2(__float2half_rn(y[0]), __float2half_rn(y[1]));
-            const __half2 hi = __halves2half2(__float2half_rn(y[2]), __float2half_rn(y[3]));
-            uint2 u;
-            u.x = *reinterpret_cast<const uint32_t*>(&lo);
-            u.y = *reinterpret_cast<const uint32_t*>(&hi);
-            *reinterpret_cast<uint2*>(static_cast<__half*>(e.Y) + at) = u;
-          }
         }
+        store_four<O>(e, std::size_t(gr) * e.N + gc, v, y);
       }
     }
   }
