@@ -411,8 +411,8 @@ __global__ void __launch_bounds__(C::kThreads + 32, C::kMinBlocks)  // two consu
 // While one consumer multiplies, the other stores its finished tile (through its warps' staging buffers: by TMA
 // store for int32 and float32 out, pp_store_tile_tma), so a tile's epilogue hides behind the next tile's MMAs
 // instead of stalling the SM (the one-block-per-tile kernel above pays it on every tile: 10 % more cycles than
-// cuBLASLt at 4096^3 with locked clocks, measured with ncu). Slot q of the block's continuous slice count is slot q % S in phase (q / S) & 1; each consumer knows
-// where its tiles' q start and counts on from there.
+// cuBLASLt at 4096^3 with locked clocks, measured with ncu). Slot q of the block's continuous slice count is
+// slot q % S in phase (q / S) & 1; each consumer knows where its tiles' q start and counts on from there.
 // The ring has 6 slots (7 fit, as in cuBLASLt's kernel, but the seventh's 32 KiB hold the staging buffers of
 // the epilogue: 4 KiB per consumer warp; see pp_store_tile_tma and pp_store_tile_staged).
 constexpr int kPpStages = 6, kPpStageBytes = 2 * 128 * 128;  // A and B slices of 128 rows x 128 bytes
@@ -567,7 +567,9 @@ __device__ __forceinline__ void tma_store_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
 }
 __device__ __forceinline__ void tma_store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
-__device__ __forceinline__ void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
 __device__ __forceinline__ void st_shared_v2(uint32_t addr, int a, int b) {
   asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(a), "r"(b) : "memory");
 }
@@ -795,7 +797,8 @@ __global__ void __launch_bounds__(384, 1)
       }
       release(prev);  // the tile's last slice
       int32_t* stg = reinterpret_cast<int32_t*>(smem_raw + (staging - smem_addr(smem_raw))) + (threadIdx.x / 32 - 4) * 1024;
-      if constexpr (TS && (O == kOutI32 || O == kOutF32)) {
+      if constexpr (TS) {
+        static_assert(O == kOutI32 || O == kOutF32, "TMA store: four-byte outputs");
         (void)stg;
         pp_store_tile_tma<O>(e, a0, a1, tm * 128, tn * 128, staging + uint32_t(threadIdx.x / 32 - 4) * 4096u, &tmY);
       } else {
@@ -859,6 +862,19 @@ bool encode_operand(CUtensorMap* map, const int8_t* p, int rows, int K, int box_
   const cuuint32_t box[2] = {128, cuuint32_t(box_rows)}, one[2] = {1, 1};
   return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<int8_t*>(p), dim, stride, box, one,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// The tensor map of the ping-pong kernel's TMA stores: Y (M x N, int32 or float32) in boxes of 16 rows x 32
+// values, 128-byte swizzled. False where TMA cannot store it (rows not whole 16-byte chunks, Y not 16-byte
+// aligned, no encoder): then the staged stores run.
+bool encode_output(CUtensorMap* map, void* Y, int M, int N, bool int32) {
+  const EncodeTiledFn encode = tensor_map_encoder();
+  if (!encode || N % 4 != 0 || reinterpret_cast<std::uintptr_t>(Y) % 16 != 0) return false;
+  const cuuint64_t dim[2] = {cuuint64_t(N), cuuint64_t(M)}, stride[1] = {cuuint64_t(N) * 4};
+  const cuuint32_t box[2] = {32, 16}, one[2] = {1, 1};
+  return encode(map, int32 ? CU_TENSOR_MAP_DATA_TYPE_INT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, Y, dim, stride, box,
+                one, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
@@ -995,15 +1011,16 @@ bool gemm_int8_pingpong_launch(const int8_t* A, const int8_t* B, int M, int K, i
   CUtensorMap ta, tb;
   if (!encode_operand(&ta, A, M, K, 128 / CN) || !encode_operand(&tb, B, N, K, 128 / CM)) return false;
   auto* kernel = gemm_int8_pingpong_kernel<O, CM, CN, false>;
-  auto* kernel_ts = gemm_int8_pingpong_kernel<O, CM, CN, true>;  // the epilogue by TMA store
+  constexpr bool kTmaStore = O == kOutI32 || O == kOutF32;  // float16 out: always the staged stores
+  auto* kernel_ts = gemm_int8_pingpong_kernel<O, CM, CN, kTmaStore>;
   constexpr int kSmem = kPpSmem;
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t cfg = pp_launch_config(attr, CL, kSmem, s);
   static int resident = 0;  // clusters that fit at once (queried once per process)
   static std::once_flag once;
   std::call_once(once, [&] {
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "ping-pong kernel attribute");
-    check(cudaFuncSetAttribute(kernel_ts, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "ping-pong kernel attribute");
+    for (auto* k : {kernel, kernel_ts})
+      check(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "ping-pong kernel attribute");
     cudaLaunchConfig_t q = cfg;
     q.gridDim = dim3(unsigned(CL * sm_count()));
     if (cudaOccupancyMaxActiveClusters(&resident, kernel, &q) != cudaSuccess || resident <= 0) {
@@ -1026,17 +1043,9 @@ bool gemm_int8_pingpong_launch(const int8_t* A, const int8_t* B, int M, int K, i
   // float16 out, other rows and QS_PP_TMA_STORE=0 (comparison) through the staging buffers and st.global.
   CUtensorMap ty{};
   const char* ts = std::getenv("QS_PP_TMA_STORE");
-  int tma_store = !(ts && std::atoi(ts) == 0) && (O == kOutI32 || O == kOutF32) && N % 4 == 0 &&
-                  reinterpret_cast<std::uintptr_t>(e.Y) % 16 == 0;
-  if (tma_store) {
-    const EncodeTiledFn encode = tensor_map_encoder();
-    const cuuint64_t dim[2] = {cuuint64_t(N), cuuint64_t(M)}, stride[1] = {cuuint64_t(N) * 4};
-    const cuuint32_t box[2] = {32, 16}, one[2] = {1, 1};
-    tma_store = encode && encode(&ty, O == kOutI32 ? CU_TENSOR_MAP_DATA_TYPE_INT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, e.Y,
-                       dim, stride, box, one, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                       CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-  }
-  check(cudaLaunchKernelEx(&cfg, tma_store ? kernel_ts : kernel, ta, tb, M, K, N, e, group, full ? placed[group] : pp_identity(), ty),
+  const bool tma_store = kTmaStore && !(ts && std::atoi(ts) == 0) && encode_output(&ty, e.Y, M, N, O == kOutI32);
+  check(cudaLaunchKernelEx(&cfg, tma_store ? kernel_ts : kernel, ta, tb, M, K, N, e, group,
+                           full ? placed[group] : pp_identity(), ty),
         "ping-pong kernel launch");
   return true;
 }
