@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 #include <numeric>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -414,7 +415,8 @@ __global__ void __launch_bounds__(C::kThreads + 32, C::kMinBlocks)  // two consu
 // cuBLASLt at 4096^3 with locked clocks, measured with ncu). Slot q of the block's continuous slice count is
 // slot q % S in phase (q / S) & 1; each consumer knows where its tiles' q start and counts on from there.
 // The ring has 6 slots (7 fit, as in cuBLASLt's kernel, but the seventh's 32 KiB hold the staging buffers of
-// the epilogue: 4 KiB per consumer warp; see pp_store_tile_tma and pp_store_tile_staged).
+// the epilogue: 4 KiB per consumer warp; see pp_store_tile_tma and pp_store_tile_staged). A last round that
+// would keep at most half the clusters busy goes out in halves of 64 rows per block instead (PpTail).
 constexpr int kPpStages = 6, kPpStageBytes = 2 * 128 * 128;  // A and B slices of 128 rows x 128 bytes
 constexpr int kPpStagingBytes = 8 * 16 * 64 * 4;            // 8 consumer warps x 16 rows x 64 int32
 constexpr int kPpSmem = kPpStages * kPpStageBytes + kPpStagingBytes + 1024 + 16 * kPpStages;  // + alignment, mbarriers
@@ -463,7 +465,7 @@ __global__ void __launch_bounds__(384, 1) pp_probe_kernel(int* sm_of_block, long
 // same call; per call 4 % and 3 %; notes/issue18-gemm-tma.md, session 15).
 template <int O>
 __device__ __forceinline__ void pp_store_tile_staged(const Epi& e, const int (&a0)[64], const int (&a1)[64], int m0,
-                                                     int n0, int32_t* stg) {
+                                                     int n0, int32_t* stg, int half) {
   constexpr bool kDequant = O == kOutF32 || O == kOutF16;
   const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
   const int rr = lane >> 4, cc = lane & 15;  // read-back: row parity and 16-byte chunk of this lane
@@ -487,6 +489,7 @@ __device__ __forceinline__ void pp_store_tile_staged(const Epi& e, const int (&a
     const int gc = n0 + 64 * cb + 4 * cc;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
+      if (half >= 0 && h != half) continue;  // a half item: the other 64 rows are not this block's
       const int* a = h ? a1 : a0;
       __syncwarp();  // the previous pass's reads are done
 #pragma unroll
@@ -585,7 +588,7 @@ __device__ __forceinline__ void st_shared_v2(uint32_t addr, int a, int b) {
 // at 4096^3 and 2048 x 4096 x 11008 (ncu, H100, session 19).
 template <int O>
 __device__ __forceinline__ void pp_store_tile_tma(const Epi& e, const int (&a0)[64], const int (&a1)[64], int m0,
-                                                  int n0, uint32_t stg, const CUtensorMap* tmY) {
+                                                  int n0, uint32_t stg, const CUtensorMap* tmY, int half) {
   const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
   float sa[2] = {0.0f, 0.0f};  // the row scales of rows g and g + 8 of the current half
   const int has_bias = e.bias != nullptr;
@@ -596,6 +599,7 @@ __device__ __forceinline__ void pp_store_tile_tma(const Epi& e, const int (&a0)[
 #pragma unroll
   for (int p = 0; p < 8; ++p) {
     const int h = p >> 2, b = p & 3;
+    if (half >= 0 && h != half) continue;  // a half item: the other 64 rows are not this block's
     const int* a = h ? a1 : a0;
     const uint32_t buf = stg + uint32_t(p & 1) * 2048u;
     if constexpr (O == kOutF32) {
@@ -647,6 +651,36 @@ __device__ __forceinline__ void pp_store_tile_tma(const Epi& e, const int (&a0)[
 }
 #endif
 
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// One place's items in the ping-pong kernel: units first, first + step, ... below `whole`, then, where the last
+// round is split into halves, half (first % 2) of unit whole + first / 2 (places 0 .. 2 r - 1 of the r units
+// left over). Every item has all K slices, so slice counts stay item x KT.
+struct PpTail {
+  int first, step, whole, n_whole, items;
+  __device__ PpTail(int units, int places, int unit0, int halves) : first(unit0), step(places) {
+    const int r = units % places;  // the launcher sets `halves` only where units > places and 0 < 2 r <= places
+    whole = halves ? units - r : units;
+    n_whole = unit0 < whole ? (whole - 1 - unit0) / places + 1 : 0;
+    items = n_whole + (halves && unit0 < 2 * r ? 1 : 0);
+  }
+  __device__ int unit(int i) const { return i < n_whole ? first + i * step : whole + first / 2; }
+  __device__ int half(int i) const { return i < n_whole ? -1 : first & 1; }
+};
+
+// One 128-byte K slice of a consumer's tile: rows 0-63 into a0 and rows 64-127 into a1 (kHalf -1), or one of
+// them (kHalf 0 / 1: a half item, PpTail). `first`: the item's first slice, whose MMAs overwrite the sums.
+template <int kHalf>
+__device__ __forceinline__ void pp_mma_slice(int (&a0)[64], int (&a1)[64], uint64_t dA, uint64_t dB, bool first) {
+  constexpr int BK = 128;
+#pragma unroll
+  for (int k = 0; k < BK / 32; ++k) {
+    const int keep = !first || k > 0;
+    if constexpr (kHalf <= 0) wgmma_m64k32(a0, dA + 2 * k, dB + 2 * k, keep);
+    if constexpr (kHalf != 0) wgmma_m64k32(a1, dA + (64 * BK >> 4) + 2 * k, dB + 2 * k, keep);
+  }
+}
+#endif
+
 // Clusters of CM x CN blocks on adjacent tiles share operand slices through multicast loads. The default, two
 // blocks on vertically adjacent tiles (tile rows 2 u and 2 u + 1 of one tile column, CM = 2, CN = 1), share
 // B: each block loads its own A (128 rows) and one half of B (64 rows) into both blocks' rings, so L2 serves
@@ -660,7 +694,8 @@ template <int O, int CM, int CN, bool TS>
 __global__ void __launch_bounds__(384, 1)
     gemm_int8_pingpong_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, int M,
                               int K, int N, Epi e, int group, const __grid_constant__ PpPlaces places,
-                              const __grid_constant__ CUtensorMap tmY) {
+                              const __grid_constant__ CUtensorMap tmY, int halves,
+                              const __grid_constant__ CUtensorMap tmA64) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int BK = 128, S = kPpStages, CL = CM * CN;
   // Block `rank` of the cluster takes tile (CM u + rm, CN v + rn) of unit (u, v). The CN blocks of one tile
@@ -691,6 +726,10 @@ __global__ void __launch_bounds__(384, 1)
     tn = un * CN + rn;
   };
   const int KT = (K + BK - 1) / BK;
+  // The place's items: units unit0, unit0 + C, ... (C = units_step places). Where the units leave a last round
+  // of r <= C / 2 (2048 x 4096 x 11008 on 66 clusters: 688 = 10 x 66 + 28), its r units go out as 2 r halves of
+  // 64 rows per block, one to each of places 0 .. 2 r - 1 (`halves`; PpTail), so that round takes half a unit.
+  const PpTail tail(units, units_step, unit0, halves);
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
       mbar_init(full0 + 8 * s, 1);
@@ -713,15 +752,19 @@ __global__ void __launch_bounds__(384, 1)
       }
       uint32_t s = 0, phase = 0;  // slot and phase of the block's slice count q
       bool first_round = true;    // q < S: the slot has never been filled
-      for (int unit = unit0; unit < units; unit += units_step) {
+      for (int i = 0; i < tail.items; ++i) {
         int tm, tn;
-        unit_tile(unit, tm, tn);
+        unit_tile(tail.unit(i), tm, tn);
+        // A half item reads only its 64 rows of A (tmA64: boxes of 64 rows), into the slot's rows that its MMAs
+        // read; lone columns of blocks only (CN == 1: with CN > 1 the row's blocks share A's loads).
+        const int half = CN == 1 ? tail.half(i) : -1;
         for (int kt = 0; kt < KT; ++kt) {
           if (!first_round) mbar_wait(empty0 + 8 * s, phase ^ 1u);
           const uint32_t full = full0 + 8 * s, sA = sbase + s * kPpStageBytes, sB = sA + kPpStageBytes / 2;
           if (leader) {
-            mbar_expect_tx(full, kPpStageBytes);
-            if constexpr (CN == 1) tma_load_2d(sA, &tmA, kt * BK, tm * 128, full);
+            mbar_expect_tx(full, half < 0 ? kPpStageBytes : kPpStageBytes - 64 * BK);
+            if (half >= 0) tma_load_2d(sA + half * 64 * BK, &tmA64, kt * BK, tm * 128 + half * 64, full);
+            else if constexpr (CN == 1) tma_load_2d(sA, &tmA, kt * BK, tm * 128, full);
             else tma_load_2d_mc(sA + rn * kArows * BK, &tmA, kt * BK, tm * 128 + rn * kArows, full, mask_a);
             tma_load_2d_mc(sB + rm * kBrows * BK, &tmB, kt * BK, tn * 128 + rm * kBrows, full, mask_b);
           }
@@ -748,61 +791,65 @@ __global__ void __launch_bounds__(384, 1)
     };
     const uint64_t d0 = smem_desc<BK>(sbase);  // A of slot 0
     int a0[64], a1[64];
-    for (int i = c, unit = unit0 + c * units_step; unit < units; i += 2, unit += 2 * units_step) {
+    for (int i = c; i < tail.items; i += 2) {
       int tm, tn;
-      unit_tile(unit, tm, tn);
+      unit_tile(tail.unit(i), tm, tn);
+      const int half = tail.half(i);  // -1: the whole tile, 0 / 1: its rows 0-63 / 64-127 only
       // The two consumers' main loops take turns (named barriers 2: consumer 0 -> 1, 3: 1 -> 0): a consumer
       // waits on slot q % S only after every slice before q - S has been awaited, so the slot's phase parity
       // cannot be two phases ahead of its barrier. The other's epilogue runs meanwhile.
       if (i > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(c ? 2 : 3) : "memory");
       const uint32_t q0 = uint32_t(i) * uint32_t(KT);
       uint32_t s = q0 % S, phase = (q0 / S) & 1, prev = 0;  // slot and phase of slice q, then incremented
-      for (int kt = 0; kt < KT; ++kt) {
-        mbar_wait(full0 + 8 * s, phase);
-        // The slot's descriptors: slot 0's plus the offset in 16-byte units (shared addresses stay below 2^18,
-        // so the 14-bit address field never carries); + 2 per 32-byte K step, + 512 for A's rows 64-127.
-        const uint64_t dA = d0 + (s * kPpStageBytes >> 4), dB = dA + (kPpStageBytes / 2 >> 4);
+      // The main loop in one copy per kind of item: a branch between an MMA and its wait makes ptxas serialize
+      // the MMAs (C7520, 2x the cycles).
+      auto main_loop = [&](auto kh) {
+        for (int kt = 0; kt < KT; ++kt) {
+          mbar_wait(full0 + 8 * s, phase);
+          // The slot's descriptors: slot 0's plus the offset in 16-byte units (shared addresses stay below 2^18,
+          // so the 14-bit address field never carries); + 2 per 32-byte K step, + 512 for A's rows 64-127.
+          const uint64_t dA = d0 + (s * kPpStageBytes >> 4), dB = dA + (kPpStageBytes / 2 >> 4);
+#pragma unroll
+          for (int r = 0; r < 64; ++r) {
+            fence_operand(a0[r]);
+            fence_operand(a1[r]);
+          }
+          wgmma_fence();
+          pp_mma_slice<decltype(kh)::value>(a0, a1, dA, dB, kt == 0);
+          wgmma_commit();
+          wgmma_wait<1>();
+#pragma unroll
+          for (int r = 0; r < 64; ++r) {
+            fence_operand(a0[r]);
+            fence_operand(a1[r]);
+          }
+          if (kt > 0) release(prev);
+          prev = s;
+          if (++s == S) {
+            s = 0;
+            phase ^= 1u;
+          }
+        }
+        if (i + 1 < tail.items) asm volatile("bar.arrive %0, 256;\n" ::"r"(c ? 3 : 2) : "memory");
+        wgmma_wait<0>();  // every MMA of the tile retired: the sums are final
 #pragma unroll
         for (int r = 0; r < 64; ++r) {
           fence_operand(a0[r]);
           fence_operand(a1[r]);
         }
-        wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < BK / 32; ++k) {
-          const int keep = kt > 0 || k > 0;  // a tile's first MMA overwrites the previous tile's sums
-          wgmma_m64k32(a0, dA + 2 * k, dB + 2 * k, keep);
-          wgmma_m64k32(a1, dA + (64 * BK >> 4) + 2 * k, dB + 2 * k, keep);
-        }
-        wgmma_commit();
-        wgmma_wait<1>();
-#pragma unroll
-        for (int r = 0; r < 64; ++r) {
-          fence_operand(a0[r]);
-          fence_operand(a1[r]);
-        }
-        if (kt > 0) release(prev);
-        prev = s;
-        if (++s == S) {
-          s = 0;
-          phase ^= 1u;
-        }
-      }
-      if (unit + int(units_step) < units) asm volatile("bar.arrive %0, 256;\n" ::"r"(c ? 3 : 2) : "memory");
-      wgmma_wait<0>();  // every MMA of the tile retired: the sums are final
-#pragma unroll
-      for (int r = 0; r < 64; ++r) {
-        fence_operand(a0[r]);
-        fence_operand(a1[r]);
-      }
-      release(prev);  // the tile's last slice
+        release(prev);  // the tile's last slice
+      };
+      if (half < 0) main_loop(std::integral_constant<int, -1>{});
+      else if (half == 0) main_loop(std::integral_constant<int, 0>{});
+      else main_loop(std::integral_constant<int, 1>{});
       int32_t* stg = reinterpret_cast<int32_t*>(smem_raw + (staging - smem_addr(smem_raw))) + (threadIdx.x / 32 - 4) * 1024;
       if constexpr (TS) {
         static_assert(O == kOutI32 || O == kOutF32, "TMA store: four-byte outputs");
         (void)stg;
-        pp_store_tile_tma<O>(e, a0, a1, tm * 128, tn * 128, staging + uint32_t(threadIdx.x / 32 - 4) * 4096u, &tmY);
+        pp_store_tile_tma<O>(e, a0, a1, tm * 128, tn * 128, staging + uint32_t(threadIdx.x / 32 - 4) * 4096u, &tmY,
+                             half);
       } else {
-        pp_store_tile_staged<O>(e, a0, a1, tm * 128, tn * 128, stg);
+        pp_store_tile_staged<O>(e, a0, a1, tm * 128, tn * 128, stg, half);
       }
     }
     if constexpr (TS) {
@@ -1044,8 +1091,14 @@ bool gemm_int8_pingpong_launch(const int8_t* A, const int8_t* B, int M, int K, i
   CUtensorMap ty{};
   const char* ts = std::getenv("QS_PP_TMA_STORE");
   const bool tma_store = kTmaStore && !(ts && std::atoi(ts) == 0) && encode_output(&ty, e.Y, M, N, O == kOutI32);
+  // A last round of at most half the places in halves (PpTail); QS_PP_HALVES=0 keeps whole units (comparison).
+  const char* hv = std::getenv("QS_PP_HALVES");
+  const long places = std::min<long>(units, resident), r = units % places;
+  const int halves = !(hv && std::atoi(hv) == 0) && units > places && r > 0 && 2 * r <= places;
+  CUtensorMap ta64 = ta;  // A in boxes of 64 rows, for the halves' loads
+  if (halves && CN == 1 && !encode_operand(&ta64, A, M, K, 64)) return false;
   check(cudaLaunchKernelEx(&cfg, tma_store ? kernel_ts : kernel, ta, tb, M, K, N, e, group,
-                           full ? placed[group] : pp_identity(), ty),
+                           full ? placed[group] : pp_identity(), ty, halves, ta64),
         "ping-pong kernel launch");
   return true;
 }
