@@ -842,13 +842,13 @@ __global__ void __launch_bounds__(384, 1)
       if (half < 0) main_loop(std::integral_constant<int, -1>{});
       else if (half == 0) main_loop(std::integral_constant<int, 0>{});
       else main_loop(std::integral_constant<int, 1>{});
-      int32_t* stg = reinterpret_cast<int32_t*>(smem_raw + (staging - smem_addr(smem_raw))) + (threadIdx.x / 32 - 4) * 1024;
       if constexpr (TS) {
         static_assert(O == kOutI32 || O == kOutF32, "TMA store: four-byte outputs");
-        (void)stg;
         pp_store_tile_tma<O>(e, a0, a1, tm * 128, tn * 128, staging + uint32_t(threadIdx.x / 32 - 4) * 4096u, &tmY,
                              half);
       } else {
+        int32_t* stg =
+            reinterpret_cast<int32_t*>(smem_raw + (staging - smem_addr(smem_raw))) + (threadIdx.x / 32 - 4) * 1024;
         pp_store_tile_staged<O>(e, a0, a1, tm * 128, tn * 128, stg, half);
       }
     }
