@@ -415,7 +415,10 @@ __global__ void __launch_bounds__(C::kThreads + 32, C::kMinBlocks)  // two consu
 // cuBLASLt at 4096^3 with locked clocks, measured with ncu). Slot q of the block's continuous slice count is
 // slot q % S in phase (q / S) & 1; each consumer knows where its tiles' q start and counts on from there.
 // The ring has 6 slots (7 fit, as in cuBLASLt's kernel, but the seventh's 32 KiB hold the staging buffers of
-// the epilogue: 4 KiB per consumer warp; see pp_store_tile_tma and pp_store_tile_staged). A last round that
+// the epilogue: 4 KiB per consumer warp; see pp_store_tile_tma and pp_store_tile_staged). 7 slots with each
+// consumer staging its tile in the slot of the tile's last K slice, released once its stores have read it,
+// took 17-30 % more cycles (ncu, H200, session 21): the producer, which fills the slots in order, waits for
+// that slot while the other consumer runs out of loaded slices. A last round that
 // would keep at most half the clusters busy goes out in halves of 64 rows per block instead (PpTail).
 constexpr int kPpStages = 6, kPpStageBytes = 2 * 128 * 128;  // A and B slices of 128 rows x 128 bytes
 constexpr int kPpStagingBytes = 8 * 16 * 64 * 4;            // 8 consumer warps x 16 rows x 64 int32
@@ -712,7 +715,13 @@ __global__ void __launch_bounds__(384, 1)
   const int units = units_m * units_n;
   const int cluster = int(blockIdx.x) / CL;  // its first unit: its place in the order (see PpPlaces)
   const int unit0 = cluster < PpPlaces::kMax ? places.of[cluster] : cluster, units_step = int(gridDim.x) / CL;
-  const uint32_t rank = cluster_rank();
+  // The block's rank and each thread's warp through a shuffle from lane 0: the compiler then knows them
+  // warp-uniform, so the consumers' slot, phase and descriptor arithmetic runs once per warp in the uniform
+  // datapath instead of in all 32 lanes (CUTLASS's canonical_warp_idx_sync does the same). 2048 x 4096 x 11008,
+  // ncu, H100: 15.3 M warp instructions instead of 25.8 M (cuBLASLt's kernel: 21.0 M), ALU pipe 4.6 % of peak
+  // instead of 24.2 %, uniform pipe 12.3 % instead of 1.1 %.
+  const uint32_t rank = __shfl_sync(0xffffffffu, cluster_rank(), 0);
+  const int warp = __shfl_sync(0xffffffffu, int(threadIdx.x >> 5), 0);
   const int rm = int(rank) % CM, rn = int(rank) / CM;
   uint16_t mask_a = 0, mask_b = uint16_t(((1u << CM) - 1u) << (CM * rn));  // the blocks of this row / column
   for (int j = 0; j < CN; ++j) mask_a |= uint16_t(1u << (rm + CM * j));
@@ -738,13 +747,13 @@ __global__ void __launch_bounds__(384, 1)
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   cluster_sync_all();  // both blocks' barriers exist before the peer's loads or arrivals
-  const int wg = threadIdx.x >> 7;
+  const int wg = warp >> 2;
   if (wg == 0) {  // the producer: its registers go to the consumers
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
     // Warp 0 walks the slices in step and lane 0 issues the loads, so no lane of the issuing warp waits at the
     // closing cluster barrier while lane 0 still works (lane 0 alone in the loop measured the same: 197k
     // cycles at 4096^3 either way).
-    if (threadIdx.x < 32) {
+    if (warp == 0) {
       const bool leader = threadIdx.x == 0;
       if (leader) {
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmA)) : "memory");
@@ -763,7 +772,7 @@ __global__ void __launch_bounds__(384, 1)
           const uint32_t full = full0 + 8 * s, sA = sbase + s * kPpStageBytes, sB = sA + kPpStageBytes / 2;
           if (leader) {
             mbar_expect_tx(full, half < 0 ? kPpStageBytes : kPpStageBytes - 64 * BK);
-            if (half >= 0) tma_load_2d(sA + half * 64 * BK, &tmA64, kt * BK, tm * 128 + half * 64, full);
+            if (half >= 0) tma_load_2d(sA + uint32_t(half) * 64u * BK, &tmA64, kt * BK, tm * 128 + half * 64, full);
             else if constexpr (CN == 1) tma_load_2d(sA, &tmA, kt * BK, tm * 128, full);
             else tma_load_2d_mc(sA + rn * kArows * BK, &tmA, kt * BK, tm * 128 + rn * kArows, full, mask_a);
             tma_load_2d_mc(sB + rm * kBrows * BK, &tmB, kt * BK, tn * 128 + rm * kBrows, full, mask_b);
@@ -844,11 +853,11 @@ __global__ void __launch_bounds__(384, 1)
       else main_loop(std::integral_constant<int, 1>{});
       if constexpr (TS) {
         static_assert(O == kOutI32 || O == kOutF32, "TMA store: four-byte outputs");
-        pp_store_tile_tma<O>(e, a0, a1, tm * 128, tn * 128, staging + uint32_t(threadIdx.x / 32 - 4) * 4096u, &tmY,
+        pp_store_tile_tma<O>(e, a0, a1, tm * 128, tn * 128, staging + uint32_t(warp - 4) * 4096u, &tmY,
                              half);
       } else {
         int32_t* stg =
-            reinterpret_cast<int32_t*>(smem_raw + (staging - smem_addr(smem_raw))) + (threadIdx.x / 32 - 4) * 1024;
+            reinterpret_cast<int32_t*>(smem_raw + (staging - smem_addr(smem_raw))) + (warp - 4) * 1024;
         pp_store_tile_staged<O>(e, a0, a1, tm * 128, tn * 128, stg, half);
       }
     }
