@@ -9,14 +9,17 @@
 // call (cublasLtMatmul 17-27 us, our launcher 8-11 us on the H100 host, session 13). Diagnostics:
 // QS_BENCH_BATCH=n times n calls back to back per event pair (the kernels' steady rate, no host time), and
 // QS_BENCH_HOST=1 notes each kernel's host submission time, QS_BENCH_CLOCK=1 the SM clock each kernel ran at
-// (clock_witness_kernel, after every timed run, untimed). A power-capped H100 sets its clock by the power the
+// (clock_witness_kernel, after every timed run, untimed), QS_BENCH_POWER=1 the board's power while each kernel
+// runs and the energy per call (PowerSampler). A power-capped H100 sets its clock by the power the
 // kernel draws, so back-to-back ratios depend on how long each kernel runs: in bursts of <= 1000 calls
 // cuBLASLt int8 ran at 1.75-1.80 GHz and our GEMM at 1.67-1.70 GHz (4096^3, 2048 x 4096 x 11008); in runs of
 // seconds (QS_BENCH_BATCH=20 --reps 10000) both at 1.49-1.68 GHz, ours 0-4 % below (session 18). Runs are
 // capped at 1000 per kernel unless --reps asks for more.
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -24,6 +27,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 #include "cuda/cuda_util.cuh"
 #include "cuda/device.h"
@@ -55,6 +61,131 @@ __global__ void clock_witness_kernel(unsigned long long* sums) {
   sums[0] += static_cast<unsigned long long>(c1 - c0);
   sums[1] += g1 - g0;
 }
+
+// QS_BENCH_POWER=1: the board's power while each kernel is timed. A host thread polls NVML's instant power
+// (field NVML_FI_DEV_POWER_INSTANT, milliwatts; libnvidia-ml.so.1 opened at run time, so nothing links against
+// the driver) every millisecond, each sample tagged with the kernel whose timed runs are in flight; a kernel's
+// figure is the mean of the samples in the second half of each of its stints, after the sensor has followed
+// the change from the kernel before. Power x time per call is the energy per call, the quantity that decides
+// the back-to-back rate on a power-capped GPU.
+class PowerSampler {
+ public:
+  PowerSampler() {
+    lib_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib_) return;
+    init_ = reinterpret_cast<int (*)()>(dlsym(lib_, "nvmlInit_v2"));
+    shutdown_ = reinterpret_cast<int (*)()>(dlsym(lib_, "nvmlShutdown"));
+    by_bus_ = reinterpret_cast<int (*)(const char*, void**)>(dlsym(lib_, "nvmlDeviceGetHandleByPciBusId_v2"));
+    fields_ = reinterpret_cast<int (*)(void*, int, Field*)>(dlsym(lib_, "nvmlDeviceGetFieldValues"));
+    char bus[32] = {};
+    int dev = 0;
+    if (!init_ || !shutdown_ || !by_bus_ || !fields_ || init_() != 0) return;
+    inited_ = true;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetPCIBusId(bus, sizeof bus, dev) != cudaSuccess ||
+        by_bus_(bus, &device_) != 0 || read_mw() < 0)
+      return;
+    ok_ = true;
+    thread_ = std::thread([this] {
+      while (!quit_.load()) {
+        const long long tag = tag_.load();  // (stint << 32) | (kernel + 1); 0: no stint open
+        if (tag != 0) {
+          const double mw = read_mw();
+          std::lock_guard<std::mutex> lock(mu_);
+          if (mw >= 0) samples_.push_back({int(tag & 0xffffffff) - 1, int(tag >> 32), now(), mw});
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    });
+  }
+  ~PowerSampler() {
+    quit_.store(true);
+    if (thread_.joinable()) thread_.join();
+    if (inited_) shutdown_();
+    if (lib_) dlclose(lib_);
+  }
+  PowerSampler(const PowerSampler&) = delete;
+  PowerSampler& operator=(const PowerSampler&) = delete;
+  bool ok() const { return ok_; }
+  // Kernel k's timed runs start (begin) and end (end); stints must not overlap.
+  void begin(int k) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stints_.push_back({now(), 0.0});
+    }
+    tag_.store((static_cast<long long>(stints_.size() - 1) << 32) | (k + 1));
+  }
+  void end() {
+    tag_.store(0);
+    std::lock_guard<std::mutex> lock(mu_);
+    stints_.back().second = now();
+  }
+  // Kernel k's mean power in watts over the second halves of its closed stints (0 without samples), and how
+  // many samples that is.
+  double watts(int k, int* count) {
+    std::lock_guard<std::mutex> lock(mu_);
+    double sum = 0;
+    int n = 0;
+    for (const Sample& x : samples_) {
+      const auto& st = stints_[std::size_t(x.stint)];
+      if (st.second == 0.0) continue;  // still open
+      if (x.kernel == k && x.t >= 0.5 * (st.first + st.second) && x.t <= st.second) {
+        sum += x.mw;
+        ++n;
+      }
+    }
+    *count = n;
+    return n ? sum / n / 1e3 : 0.0;
+  }
+
+ private:
+  struct Field {  // nvmlFieldValue_t
+    unsigned int field_id, scope_id;
+    long long timestamp, latency_us;
+    int value_type, ret;
+    union {
+      double d;
+      unsigned int ui;
+      unsigned long ul;
+      unsigned long long ull;
+      long long sll;
+      int si;
+    } value;
+  };
+  struct Sample {
+    int kernel, stint;
+    double t, mw;
+  };
+  static double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  double read_mw() {
+    Field f{};
+    f.field_id = 186;  // NVML_FI_DEV_POWER_INSTANT
+    if (fields_(device_, 1, &f) != 0 || f.ret != 0) return -1;
+    switch (f.value_type) {
+      case 0: return f.value.d;
+      case 1: return double(f.value.ui);
+      case 2: return double(f.value.ul);
+      case 3: return double(f.value.ull);
+      case 4: return double(f.value.sll);
+      case 5: return double(f.value.si);
+      default: return -1;
+    }
+  }
+  void* lib_ = nullptr;
+  void* device_ = nullptr;
+  int (*init_)() = nullptr;
+  int (*shutdown_)() = nullptr;
+  int (*by_bus_)(const char*, void**) = nullptr;
+  int (*fields_)(void*, int, Field*) = nullptr;
+  bool inited_ = false, ok_ = false;
+  std::atomic<bool> quit_{false};
+  std::atomic<long long> tag_{0};
+  std::mutex mu_;
+  std::vector<Sample> samples_;
+  std::vector<std::pair<double, double>> stints_;
+  std::thread thread_;
+};
 
 constexpr double kTf32InputRel = 0x1p-10;  // TF32 keeps 10 mantissa bits (truncation or rounding)
 constexpr double kBf16InputRel = 0x1p-9;   // bfloat16 keeps 7, rounded to nearest here
@@ -112,6 +243,15 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
   GemmLibrary lib;
   std::vector<BenchGemmRow> rows;
   std::vector<std::string> failures;
+  std::unique_ptr<PowerSampler> power;  // QS_BENCH_POWER (top of the file)
+  int power_ids = 0;                    // the sampler's kernel ids used so far: unique over every shape
+  if (std::getenv("QS_BENCH_POWER")) {
+    power = std::make_unique<PowerSampler>();
+    if (!power->ok()) {
+      note("QS_BENCH_POWER: NVML's instant power is not available here; no power figures");
+      power.reset();
+    }
+  }
 
   for (const auto& shape : cfg.shapes) {
     const int M = shape.M, K = shape.K, N = shape.N;
@@ -250,10 +390,12 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
           const int share = (p.row.reps + rounds - 1 - r) / rounds;
           const std::size_t from = p.ms.size();
           unsigned long long* sums = clock ? clock_sums.ptr + 2 * ((r + i) % n) : nullptr;
+          if (power) power->begin(power_ids + (r + i) % n);
           detail::time_runs([&] { for (int b = 0; b < batch; ++b) p.fn(); }, share > 0 ? std::max(1, share / batch) : 0,
                             nullptr, p.ms, [&] {
                               if (sums) clock_witness_kernel<<<1, 32>>>(sums);
                             });
+          if (power) power->end();
           for (std::size_t j = from; j < p.ms.size(); ++j) p.ms[j] /= float(batch);
         }
       std::vector<unsigned long long> clock_host(clock ? 2 * std::size_t(n) : 0);
@@ -272,6 +414,14 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
         }
         const double t = detail::median_of(p.ms);
         row.median_ms = t * 1e3;
+        if (power) {
+          int count = 0;
+          const double w = power->watts(power_ids + int(&p - pending.data()), &count);
+          char buf[128];
+          std::snprintf(buf, sizeof buf, ": board power %.0f W (%d samples in its timed runs), %.3f mJ per call", w,
+                        count, w * t * 1e3);
+          note(row.kernel + " " + dims + buf);
+        }
         const bool bwd = row.kernel.rfind("bwd-", 0) == 0;  // two products: dX and dW
         row.gops = (bwd ? 4.0 : 2.0) * double(M) * double(N) * double(K) / t / 1e9;
         if (row.kernel == "fp32-cublas") fp32_ms = row.median_ms;
@@ -283,6 +433,7 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
         ++done;
         if (progress && !progress(done, total)) stop = true;
       }
+      power_ids += n;
       pending.clear();
     };
 
