@@ -26,9 +26,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <stdexcept>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "cuda/cuda_util.cuh"

@@ -894,6 +894,13 @@ void gemm_int8_wgmma_launch_tile(const int8_t* A, const int8_t* B, int M, int K,
 // The TMA kernel's launcher: tensor maps of A (M x K) and B (N x K), int8 rows of K bytes, boxes of
 // 128 x BK and BN x BK, 128-byte swizzle, zero fill past the edges. False when the driver lacks the
 // encoder (then the cp.async kernel runs).
+// A tuning or comparison switch that is on unless the environment sets it to 0 (QS_PP_PLACE, QS_PP_TMA_STORE,
+// QS_PP_HALVES, QS_WGMMA_PP).
+bool env_off(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::atoi(v) == 0;
+}
+
 using EncodeTiledFn = decltype(&cuTensorMapEncodeTiled);
 EncodeTiledFn tensor_map_encoder() {
   static const EncodeTiledFn fn = [] {
@@ -1039,8 +1046,7 @@ const PpPlaces* pp_places(int resident) {
   static int probed = 0;  // clusters probed; 0: none (failed or switched off)
   static std::once_flag once;
   std::call_once(once, [resident] {
-    const char* off = std::getenv("QS_PP_PLACE");
-    if (off && std::atoi(off) == 0) return;
+    if (env_off("QS_PP_PLACE")) return;
     const std::vector<int> gpc = probe_pp_gpcs(2, kPpSmem, resident);
     if (gpc.empty()) return;
     for (int g = 1; g <= 8; ++g) {
@@ -1098,12 +1104,10 @@ bool gemm_int8_pingpong_launch(const int8_t* A, const int8_t* B, int M, int K, i
   // int32 and float32 out whose rows are whole 16-byte chunks leave by TMA store (pp_store_tile_tma);
   // float16 out, other rows and QS_PP_TMA_STORE=0 (comparison) through the staging buffers and st.global.
   CUtensorMap ty{};
-  const char* ts = std::getenv("QS_PP_TMA_STORE");
-  const bool tma_store = kTmaStore && !(ts && std::atoi(ts) == 0) && encode_output(&ty, e.Y, M, N, O == kOutI32);
+  const bool tma_store = kTmaStore && !env_off("QS_PP_TMA_STORE") && encode_output(&ty, e.Y, M, N, O == kOutI32);
   // A last round of at most half the places in halves (PpTail); QS_PP_HALVES=0 keeps whole units (comparison).
-  const char* hv = std::getenv("QS_PP_HALVES");
   const long places = std::min<long>(units, resident), r = units % places;
-  const int halves = !(hv && std::atoi(hv) == 0) && units > places && r > 0 && 2 * r <= places;
+  const int halves = !env_off("QS_PP_HALVES") && units > places && r > 0 && 2 * r <= places;
   CUtensorMap ta64 = ta;  // A in boxes of 64 rows, for the halves' loads
   if (halves && CN == 1 && !encode_operand(&ta64, A, M, K, 64)) return false;
   check(cudaLaunchKernelEx(&cfg, tma_store ? kernel_ts : kernel, ta, tb, M, K, N, e, group,
@@ -1196,9 +1200,7 @@ void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int 
       // won once it placed its clusters by GPC and stored by TMA (session 19, one call, ncu cycles): 8192^3
       // 1.118M against 1.211M (int32) and 1.114M against 1.233M (float32), 4096 x 8192 x 4096 292k against
       // 319k; per call 0.98-1.06 against 0.85-0.95 at 8192^3. QS_WGMMA_PP=0 turns it off.
-      const char* pp = std::getenv("QS_WGMMA_PP");
-      const bool use_pp = !(pp && std::atoi(pp) == 0);
-      if (use_pp && K > 0) {
+      if (!env_off("QS_WGMMA_PP") && K > 0) {
         const char* cl = std::getenv("QS_WGMMA_CLUSTER");  // tile rows x tile columns per cluster (tuning)
         done = cl && std::strcmp(cl, "2x2") == 0 ? gemm_int8_pingpong_out<2, 2>(A, B, M, K, N, e, out, s)
                                                  : gemm_int8_pingpong_out<2, 1>(A, B, M, K, N, e, out, s);
