@@ -1,20 +1,28 @@
 // The GPU GEMM benchmark: host data and references (shared with the CPU benchmark) -> device copies ->
 // for each kernel: clear the outputs, run once, copy the checked rows back and compare; then the checked kernels
-// of the shape are timed with CUDA events in as many rounds as there are kernels, each round running a share of
-// every kernel's runs and round r starting at kernel r, so that every kernel is timed in every place of the
-// order: what the kernel before leaves behind (the clocks a power-capped GPU has come down to after a heavy
-// kernel, or kept after a light one) and drift over the benchmark hit every row alike. The median of all of a
-// kernel's runs. Rows come out baselines first, so every row can carry its ratios.
+// of the shape are timed with CUDA events in rounds, each round running a share of every kernel's runs in the
+// order of a Williams design (balanced_order, bench/bench_order.h: n rounds for n kernels, 2 n for odd n), so
+// that every kernel is timed in every place of a round and directly after every other kernel equally often:
+// what the kernel before leaves behind (the clock a power-capped GPU has come down to after a heavy kernel, or
+// kept after a light one) and drift over the benchmark hit every row alike. The median of all of a kernel's
+// runs. Rows come out baselines first, so every row can carry its ratios. Each round starts after the same rest
+// (kRestMs idle), so the seams between rounds keep the balance. Until session 22 round r was the order rotated
+// to start at kernel r, with no rest (QS_BENCH_ORDER=cyclic, for comparison): every place, but each kernel
+// nearly always right after the same one, and int8-cublaslt after fp32-cublas, the light kernel that leaves the
+// clock high. What the predecessor does (QS_BENCH_BLOCKS, H100, bursts of 20, 4096^3): cuBLASLt's blocks take
+// 96.2 us after fp32-cublas and 106-108 us after our int8 GEMM; ours 94.5 us after fp32-cublas, 101.5 us after
+// cuBLASLt (2048 x 4096 x 11008: 131 / 153-157 and 124 / 130 us). So the rotation put cuBLASLt after the
+// light kernel and ours after a heavy one: in the same calls our 4096^3 bursts came out at 0.92-0.97x
+// cuBLASLt in that order and 1.00-1.05x in this one (notes/issue18-gemm-tma.md, session 22).
 // Each timed run is one call between two events on an idle GPU, so it includes the host's time to submit the
 // call (cublasLtMatmul 17-27 us, our launcher 8-11 us on the H100 host, session 13). Diagnostics:
 // QS_BENCH_BATCH=n times n calls back to back per event pair (the kernels' steady rate, no host time), and
 // QS_BENCH_HOST=1 notes each kernel's host submission time, QS_BENCH_CLOCK=1 the SM clock each kernel ran at
-// (clock_witness_kernel, after every timed run, untimed), QS_BENCH_POWER=1 the board's power while each kernel
-// runs and the energy per call (PowerSampler). A power-capped H100 sets its clock by the power the
-// kernel draws, so back-to-back ratios depend on how long each kernel runs: in bursts of <= 1000 calls
-// cuBLASLt int8 ran at 1.75-1.80 GHz and our GEMM at 1.67-1.70 GHz (4096^3, 2048 x 4096 x 11008); in runs of
-// seconds (QS_BENCH_BATCH=20 --reps 10000) both at 1.49-1.68 GHz, ours 0-4 % below (session 18). Runs are
-// capped at 1000 per kernel unless --reps asks for more.
+// (clock_witness_kernel, after every timed run, untimed), QS_BENCH_BLOCKS=1 the median of every timed block
+// and the kernel timed before it (what the order carries over), QS_BENCH_POWER=1 the board's power while each
+// kernel runs and the energy per call (PowerSampler). A power-capped H100 sets its clock by the power the
+// kernels draw, and the clock follows with a delay: that is what a kernel leaves to the next. Runs are capped
+// at 1000 per kernel unless --reps asks for more.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
@@ -31,6 +39,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "bench/bench_order.h"
 #include "cuda/cuda_util.cuh"
 #include "cuda/device.h"
 #include "cuda/bench_gemm_cuda.cuh"
@@ -47,6 +56,9 @@ namespace {
 using detail::check;
 template <typename T>
 using Buf = detail::DeviceBuffer<T>;
+
+// The idle time before each round of the timed runs (flush, top of the file).
+constexpr int kRestMs = 50;
 
 // One block spins 20 us of %globaltimer and adds the SM cycles (clock64) and nanoseconds it took to sums[0]
 // and sums[1]: launched right after a timed run, it reads the clock the power limit left the SMs at.
@@ -371,16 +383,29 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
     // Times the checked kernels in rounds (see the top of the file) and emits their rows in order.
     auto flush = [&] {
       const int n = int(pending.size());
-      int rounds = std::max(n, 1);
+      const char* order_env = std::getenv("QS_BENCH_ORDER");  // "cyclic": the rotations of before session 22
+      const bool cyclic = order_env && std::strcmp(order_env, "cyclic") == 0;
+      int rounds = cyclic ? std::max(n, 1) : balanced_rounds(std::max(n, 1));
       if (const char* e = std::getenv("QS_BENCH_ROUNDS")) rounds = std::max(1, std::atoi(e));  // 1: one kernel after another
       int batch = 1;
       if (const char* e = std::getenv("QS_BENCH_BATCH")) batch = std::max(1, std::atoi(e));
       const bool clock = std::getenv("QS_BENCH_CLOCK") != nullptr;  // the clock witness (top of the file)
       Buf<unsigned long long> clock_sums(clock ? 2 * std::size_t(n) : 0);
       if (clock) check(cudaMemset(clock_sums.ptr, 0, 2 * std::size_t(n) * sizeof(unsigned long long)), "memset");
-      for (int r = 0; r < rounds; ++r)
+      const bool blocks = std::getenv("QS_BENCH_BLOCKS") != nullptr;  // a note per timed block (top of the file)
+      int prev = -1;                                                 // the kernel timed last; -1: none (a rest)
+      for (int r = 0; r < rounds; ++r) {
+        const std::vector<int> order = balanced_order(n, r);
+        // Every round starts from the same rest (kRestMs idle), so the first kernel of a round follows no kernel
+        // and the design's balance holds across the rounds' seams too (each kernel is first equally often).
+        if (!cyclic && n > 1) {
+          check(cudaDeviceSynchronize(), "rest before a round");
+          std::this_thread::sleep_for(std::chrono::milliseconds(kRestMs));
+          prev = -1;
+        }
         for (int i = 0; i < n; ++i) {
-          Pending& p = pending[std::size_t((r + i) % n)];  // round r starts at kernel r: every kernel in every place
+          const int k = cyclic ? (r + i) % n : order[std::size_t(i)];
+          Pending& p = pending[std::size_t(k)];
           if (progress && !progress(done, total)) {  // cancelled while timing: this shape's rows are dropped
             stop = true;
             pending.clear();
@@ -389,15 +414,24 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
           // `batch` calls back to back between the events (QS_BENCH_BATCH; 1 by default), each run's time divided.
           const int share = (p.row.reps + rounds - 1 - r) / rounds;
           const std::size_t from = p.ms.size();
-          unsigned long long* sums = clock ? clock_sums.ptr + 2 * ((r + i) % n) : nullptr;
-          if (power) power->begin(power_ids + (r + i) % n);
+          unsigned long long* sums = clock ? clock_sums.ptr + 2 * k : nullptr;
+          if (power) power->begin(power_ids + k);
           detail::time_runs([&] { for (int b = 0; b < batch; ++b) p.fn(); }, share > 0 ? std::max(1, share / batch) : 0,
                             nullptr, p.ms, [&] {
                               if (sums) clock_witness_kernel<<<1, 32>>>(sums);
                             });
           if (power) power->end();
           for (std::size_t j = from; j < p.ms.size(); ++j) p.ms[j] /= float(batch);
+          if (blocks && p.ms.size() > from) {
+            std::vector<float> block(p.ms.begin() + std::ptrdiff_t(from), p.ms.end());
+            char buf[64];
+            std::snprintf(buf, sizeof buf, ": median %.2f us", detail::median_of(block) * 1e6);
+            note("round " + std::to_string(r) + " " + p.row.kernel + " " + dims + " after " +
+                 (prev < 0 ? std::string("a rest") : pending[std::size_t(prev)].row.kernel) + buf);
+          }
+          prev = k;
         }
+      }
       std::vector<unsigned long long> clock_host(clock ? 2 * std::size_t(n) : 0);
       if (clock)
         check(cudaMemcpy(clock_host.data(), clock_sums.ptr, clock_host.size() * sizeof(unsigned long long),
