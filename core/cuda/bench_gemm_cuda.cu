@@ -429,7 +429,7 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
             note("round " + std::to_string(r) + " " + p.row.kernel + " " + dims + " after " +
                  (prev < 0 ? std::string("a rest") : pending[std::size_t(prev)].row.kernel) + buf);
           }
-          prev = k;
+          if (p.ms.size() > from) prev = k;  // a kernel with no runs left for this round ran nothing
         }
       }
       std::vector<unsigned long long> clock_host(clock ? 2 * std::size_t(n) : 0);
