@@ -19,7 +19,9 @@
 // QS_BENCH_BATCH=n times n calls back to back per event pair (the kernels' steady rate, no host time), and
 // QS_BENCH_HOST=1 notes each kernel's host submission time, QS_BENCH_CLOCK=1 the SM clock each kernel ran at
 // (clock_witness_kernel, after every timed run, untimed), QS_BENCH_BLOCKS=1 the median of every timed block
-// and the kernel timed before it (what the order carries over), QS_BENCH_POWER=1 the board's power while each
+// and the kernel timed before it (what the order carries over), QS_BENCH_WARM_MS=t about t ms of untimed calls
+// of each kernel right before each of its timed blocks (each kernel then timed after itself, whatever the set
+// of kernels; session 22: compiled, not yet run on a GPU), QS_BENCH_POWER=1 the board's power while each
 // kernel runs and the energy per call (PowerSampler). A power-capped H100 sets its clock by the power the
 // kernels draw, and the clock follows with a delay: that is what a kernel leaves to the next. Runs are capped
 // at 1000 per kernel unless --reps asks for more.
@@ -336,6 +338,7 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
       BenchGemmRow row;
       std::function<void()> fn;
       std::vector<float> ms;
+      double first_s = 0;  // one call's time, from the run that set row.reps
     };
     std::vector<Pending> pending;  // checked, not yet timed
     auto measure = [&](const std::string& name, const std::function<void()>& fn,
@@ -378,7 +381,7 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
         std::snprintf(buf, sizeof buf, "%.1f us", detail::median_of(us) * 1e3);
         note("host submit " + name + " " + dims + ": " + buf);
       }
-      pending.push_back({row, fn, {}});
+      pending.push_back({row, fn, {}, first});
     };
     // Times the checked kernels in rounds (see the top of the file) and emits their rows in order.
     auto flush = [&] {
@@ -393,6 +396,8 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
       Buf<unsigned long long> clock_sums(clock ? 2 * std::size_t(n) : 0);
       if (clock) check(cudaMemset(clock_sums.ptr, 0, 2 * std::size_t(n) * sizeof(unsigned long long)), "memset");
       const bool blocks = std::getenv("QS_BENCH_BLOCKS") != nullptr;  // a note per timed block (top of the file)
+      double warm_ms = 0;  // QS_BENCH_WARM_MS (top of the file)
+      if (const char* e = std::getenv("QS_BENCH_WARM_MS")) warm_ms = std::clamp(std::atof(e), 0.0, 10000.0);
       int prev = -1;                                                 // the kernel timed last; -1: none (a rest)
       for (int r = 0; r < rounds; ++r) {
         const std::vector<int> order = balanced_order(n, r);
@@ -414,6 +419,13 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
           // `batch` calls back to back between the events (QS_BENCH_BATCH; 1 by default), each run's time divided.
           const int share = (p.row.reps + rounds - 1 - r) / rounds;
           const std::size_t from = p.ms.size();
+          // Untimed calls of the kernel itself first, about warm_ms of them: the block then follows the kernel
+          // itself, whatever ran before (queued ahead of the block's first event, so never timed).
+          const long warm = share > 0 && warm_ms > 0
+                                ? long(std::min(1e5, std::ceil(warm_ms * 1e-3 / std::max(p.first_s, 1e-6))))
+                                : 0;
+          for (long c = 0; c < warm; ++c) p.fn();
+          if (warm > 0) prev = k;
           unsigned long long* sums = clock ? clock_sums.ptr + 2 * k : nullptr;
           if (power) power->begin(power_ids + k);
           detail::time_runs([&] { for (int b = 0; b < batch; ++b) p.fn(); }, share > 0 ? std::max(1, share / batch) : 0,
