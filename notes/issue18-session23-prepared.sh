@@ -2,10 +2,11 @@
 # Prepared in session 22 for a session with device time; checked with `bash -n` only (QS_BENCH_WARM_MS is
 # compiled, not yet run on a GPU). From the repository root, after `bash tests/gpu/make_deps.sh` here, on
 # nvidia-h100-x1 with carry [".deps"]:
-#   timeout 560 bash notes/issue18-session23-prepared.sh        (about 6 minutes; one archive comes back)
+#   timeout 560 bash notes/issue18-session23-prepared.sh        (about 7 minutes; one archive comes back)
 # It asks: timed after itself (QS_BENCH_WARM_MS: untimed calls of each kernel before each of its blocks), where
 # do int32 and float32 out stand against cuBLASLt, whatever the set of kernels? Two sets: all three int8 rows,
-# and cuBLASLt with int8-wgmma alone (no second kernel of ours to precede cuBLASLt).
+# and cuBLASLt with int8-wgmma alone (no second kernel of ours to precede cuBLASLt). Then ncu on where the
+# float32 epilogue's extra cycles at 4096^3 go (the SMs' active cycles: mean against maximum).
 set -u
 export PATH=/usr/local/cuda/bin:$PWD/.deps/bin:$PATH LD_LIBRARY_PATH=$PWD/.deps/lib
 t0=$(date +%s); el() { echo "t=$(( $(date +%s)-t0 ))"; }
@@ -29,4 +30,14 @@ for s in 4096x4096x4096 2048x4096x11008; do
   done; done; done
   el
 done | tee $OUT/r/summary.txt
+# Where float32's 1.6 % of cycles at 4096^3 go: if the SMs' active cycles differ only in their maximum (the
+# last tile's epilogue, which no MMAs hide), it is the tail; if the mean moves too, it is every tile.
+export PATH=/opt/nvidia/nsight-compute/2025.3.1:$PATH
+M=sm__cycles_elapsed.max,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_active.min
+for s in 4096x4096x4096 2048x4096x11008; do for k in int8-wgmma int8-wgmma-dq; do for i in 1 2; do
+  timeout 40 ncu --clock-control none -k regex:pingpong -c 1 --metrics $M --csv $A bench gemm --backend cuda \
+    --shape $s --kernels $k --reps 1 --min-time 0 2>/dev/null | grep -E '"sm__' |
+    awk -F'","' '{printf "%s=%s ", $(NF-2), $NF}' | sed 's/"//g'; echo " <- $s $k $i"
+done; done; done | tee $OUT/r/ncu_tail.txt
+el
 tar -czf $OUT/r.tgz -C $OUT r && rm -rf $OUT/r
