@@ -7,8 +7,8 @@ namespace qs {
 int balanced_rounds(int n) { return n % 2 == 0 ? n : 2 * n; }
 
 std::vector<int> balanced_order(int n, int r) {
-  std::vector<int> order(n > 0 ? std::size_t(n) : 0);
-  if (n <= 0) return order;
+  if (n <= 0) return {};
+  std::vector<int> order(static_cast<std::size_t>(n));
   r %= balanced_rounds(n);
   // The first row 0, 1, n - 1, 2, n - 2, ...; row r adds r (mod n); for odd n rows n .. 2 n - 1 are rows
   // 0 .. n - 1 reversed.

@@ -888,12 +888,6 @@ void gemm_int8_wgmma_launch_tile(const int8_t* A, const int8_t* B, int M, int K,
   kernel<<<dim3(unsigned(tiles), unsigned(splits)), C::kThreads, C::kSmem, s>>>(A, B, M, K, N, e);
 }
 
-// Split-K: the K slices are shared among `splits` blocks per tile whose int32 tiles add up in a zeroed
-// buffer (Y itself for int32 output, else a stream-ordered workspace that the last block of each tile
-// dequantizes).
-// The TMA kernel's launcher: tensor maps of A (M x K) and B (N x K), int8 rows of K bytes, boxes of
-// 128 x BK and BN x BK, 128-byte swizzle, zero fill past the edges. False when the driver lacks the
-// encoder (then the cp.async kernel runs).
 // A tuning or comparison switch that is on unless the environment sets it to 0 (QS_PP_PLACE, QS_PP_TMA_STORE,
 // QS_PP_HALVES, QS_WGMMA_PP).
 bool env_off(const char* name) {
@@ -901,6 +895,12 @@ bool env_off(const char* name) {
   return v && std::atoi(v) == 0;
 }
 
+// Split-K: the K slices are shared among `splits` blocks per tile whose int32 tiles add up in a zeroed
+// buffer (Y itself for int32 output, else a stream-ordered workspace that the last block of each tile
+// dequantizes).
+// The TMA kernel's launcher: tensor maps of A (M x K) and B (N x K), int8 rows of K bytes, boxes of
+// 128 x BK and BN x BK, 128-byte swizzle, zero fill past the edges. False when the driver lacks the
+// encoder (then the cp.async kernel runs).
 using EncodeTiledFn = decltype(&cuTensorMapEncodeTiled);
 EncodeTiledFn tensor_map_encoder() {
   static const EncodeTiledFn fn = [] {
