@@ -25,7 +25,8 @@ namespace {
 struct GemmCase {
   int M, K, N;
   bool act_per_row, bias;
-  bool extreme;  // every code -128: the largest sums int32 must hold
+  bool extreme;             // every code -128: the largest sums int32 must hold
+  bool w_tensor = false;    // one weight scale for all columns (scale_b of size 1) instead of one per column
 };
 
 std::string dims(int a, int b, int c) { return std::to_string(a) + "x" + std::to_string(b) + "x" + std::to_string(c); }
@@ -63,6 +64,11 @@ void gemm_cases(const std::function<void(const SelftestCase&)>& report) {
       // one row, and K = 4112 (65 slices: the last warp's part shorter than the others').
       {16, 80, 4099, true, true, false},     {1, 4096, 4096, false, true, false},
       {12, 4112, 1000, true, false, false},
+      // One weight scale (per-tensor W, as the int8 layer's per_channel = false): the float32 epilogues read it
+      // for every column; with and without bias, with and without tails, the ping-pong kernel's whole and half
+      // last rounds included.
+      {1000, 1024, 1000, true, true, false, true},  {1100, 272, 4100, false, false, false, true},
+      {2050, 136, 8196, true, true, false, true},   {16, 4096, 520, false, true, false, true},
   };
   for (const GemmCase& c : cases) {
     const int M = c.M, K = c.K, N = c.N;
@@ -75,7 +81,7 @@ void gemm_cases(const std::function<void(const SelftestCase&)>& report) {
     for (auto& v : B) v = int8_t(c.extreme ? -128 : code(gen));
     for (int j = 0; j < N; ++j)
       for (int k = 0; k < K; ++k) Bt[std::size_t(k) * N + j] = B[std::size_t(j) * K + k];
-    std::vector<float> sa(c.act_per_row ? M : 1), sb(N), bias(c.bias ? N : 0);
+    std::vector<float> sa(c.act_per_row ? M : 1), sb(c.w_tensor ? 1 : N), bias(c.bias ? N : 0);
     for (auto& v : sa) v = scale(gen) * 0x1p-7f;
     for (auto& v : sb) v = scale(gen) * 0x1p-9f;
     for (std::size_t j = 0; j < bias.size(); ++j) bias[j] = j % 7 == 3 ? -0.0f : nd(gen);
@@ -91,7 +97,8 @@ void gemm_cases(const std::function<void(const SelftestCase&)>& report) {
         const cuda::GemmKernel ran = cuda::gemm_int8_resolve(want, M, K, N);
         t.name = "gemm-int8/" + dims(M, K, N) + "/" + cuda::to_string(want) +
                  (ran != want ? std::string("->") + cuda::to_string(ran) : "") + "/" + cuda::to_string(out) +
-                 (c.act_per_row ? "/act-row" : "/act-tensor") + (c.bias ? "/bias" : "") + "/cuda";
+                 (c.act_per_row ? "/act-row" : "/act-tensor") + (c.w_tensor ? "/w-tensor" : "") +
+                 (c.bias ? "/bias" : "") + "/cuda";
         t.passed = true;
         try {
           const std::size_t n = std::size_t(M) * N;
