@@ -21,7 +21,8 @@
 // (clock_witness_kernel, after every timed run, untimed), QS_BENCH_BLOCKS=1 the median of every timed block
 // and the kernel timed before it (what the order carries over), QS_BENCH_WARM_MS=t about t ms of untimed calls
 // of each kernel right before each of its timed blocks (each kernel then timed after itself, whatever the set
-// of kernels; session 22: compiled, not yet run on a GPU), QS_BENCH_POWER=1 the board's power while each
+// of kernels; H200, session 23: every block then follows its own kernel, at 1,545-1,720 MHz where the balanced
+// order alone gives 1,690-1,850), QS_BENCH_POWER=1 the board's power while each
 // kernel runs and the energy per call (PowerSampler). A power-capped H100 sets its clock by the power the
 // kernels draw, and the clock follows with a delay: that is what a kernel leaves to the next. Runs are capped
 // at 1000 per kernel unless --reps asks for more.
@@ -400,7 +401,7 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
       if (const char* e = std::getenv("QS_BENCH_WARM_MS")) warm_ms = std::clamp(std::atof(e), 0.0, 10000.0);
       int prev = -1;                                                 // the kernel timed last; -1: none (a rest)
       for (int r = 0; r < rounds; ++r) {
-        const std::vector<int> order = balanced_order(n, r);
+        const std::vector<int> order = cyclic ? std::vector<int>{} : balanced_order(n, r);
         // Every round starts from the same rest (kRestMs idle), so the first kernel of a round follows no kernel
         // and the design's balance holds across the rounds' seams too (each kernel is first equally often).
         if (!cyclic && n > 1) {
