@@ -20,7 +20,8 @@ grep -q kPpZeros $E && [ -f scratch_sm90_head.cu ] ||
 cmake -S . -B build-gpu -G Ninja -DQS_BUILD_GUI=OFF -DQS_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
   -DQS_DEPS_DIR=$PWD/.deps -DCMAKE_PREFIX_PATH=$PWD/.deps > $R/cfg.log 2>&1 &&
   cmake --build build-gpu --target quantscope-cli -j16 > $R/build_lean.log 2>&1
-echo "build lean rc $? $(el) perf-loss lines: $(grep -c 'Potential Performance Loss' $R/build_lean.log)"
+rc=$?; echo "build lean rc $rc $(el) perf-loss lines: $(grep -c 'Potential Performance Loss' $R/build_lean.log)"
+[ $rc = 0 ] || { grep -m5 error $R/build_lean.log; tar -czf $OUT/r.tgz -C $OUT r; exit 1; }
 cp build-gpu/quantscope-cli /tmp/cli-lean
 cp $E /tmp/lean.cu; cp scratch_sm90_head.cu $E
 cmake --build build-gpu --target quantscope-cli -j16 > $R/build_head.log 2>&1; echo "build head rc $? $(el)"

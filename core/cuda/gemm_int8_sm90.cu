@@ -21,6 +21,10 @@
 
 namespace qs::cuda::detail {
 
+// The float32 epilogue's biases where there are none (outside the anonymous namespace below: nvcc's host stub
+// cannot name a __device__ variable declared inside one).
+[[maybe_unused]] __device__ __align__(16) const float kPpZeros[32] = {};
+
 namespace {
 
 // A block of two warpgroups computes a 128 x BN tile; each warpgroup owns 64 rows and holds its 64 x BN
@@ -580,75 +584,104 @@ __device__ __forceinline__ void st_shared_v2(uint32_t addr, int a, int b) {
   asm volatile("st.shared.v2.b32 [%0], {%1, %2};\n" ::"r"(addr), "r"(a), "r"(b) : "memory");
 }
 
-// A consumer warp's 16 rows of a finished 128 x 128 tile (int32 or float32 out) by TMA store: 8 passes (two
-// 64-row halves x four 32-column boxes), each writing its fragments straight into one of two 2 KiB buffers in
-// the 128-byte swizzle the tensor map expects (16-byte chunk c of row r at c ^ (r % 8): two wavefronts per
-// 256-byte warp store, no read-back), then one lane issues the store. A buffer is rewritten only after its
-// previous store has read it (wait_group.read 1). Float32: dequantized in registers first, row scales loaded
-// per half; each lane loads one column's scale and bias per box (two loads per pass, clamped indices as in
-// pp_store_tile_staged) and the lanes exchange them by shuffle. Loading each 8-column group's scales where it
-// is used instead (16 loads per pass, each waited on: more would be hoisted and spill) took 2 % more cycles
-// at 4096^3 and 2048 x 4096 x 11008 (ncu, H100, session 19).
+// A consumer warp's 16 rows of a finished 128 x 128 tile (int32 or float32 out) by TMA store: 8 passes (four
+// 32-column boxes x two 64-row halves), each writing its fragments straight into one of two 2 KiB buffers in the
+// 128-byte swizzle the tensor map expects (16-byte chunk c of row r at c ^ (r % 8): two wavefronts per 256-byte
+// warp store, no read-back), then one lane issues the store. A buffer is rewritten only after its previous store
+// has read it (wait_group.read 1). Float32: dequantized in registers first. Its instructions seem to be its cost:
+// they run beside the other consumer's MMAs (ncu, H200, session 23: the variants without the shuffles and with the
+// conversion alone took cycles roughly in proportion to the instructions they dropped, 0.5-0.6 SM cycles each;
+// without the conversion no change within the noise; where the loads wait cost nothing). So the epilogue keeps to few
+// instructions: the four row scales are loaded once per tile, each box's column scales and biases once for both
+// halves, and where the tile's 128 columns are all inside the product with per-column scales and 8-byte aligned
+// scale and bias arrays (the usual case), each lane loads its own two columns' values as pairs (8 loads per box)
+// instead of one column per lane exchanged by 16 shuffles per pass (session 15-22's way, kept for edge tiles,
+// per-tensor scales and unaligned arrays). Measured (ncu, H200, session 24, two runs each, same call): the float32
+// kernel's instructions fell 7.7 % at 4096^3 (15.01 M -> 13.86 M) and 7.5 % at 2048 x 4096 x 11008, its cycles
+// only 0.5 % and 0.1 % (4096^3: 145.1 k -> 144.4 k, int32 out 140.9 k), so the 0.5-0.6 cycles per instruction
+// above did not hold for these; float32 out stays 2.5 % over int32 at 4096^3 and 2.1 % at 2048 x 4096 x 11008.
 template <int O>
 __device__ __forceinline__ void pp_store_tile_tma(const Epi& e, const int (&a0)[64], const int (&a1)[64], int m0,
                                                   int n0, uint32_t stg, const CUtensorMap* tmY, int half) {
   const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
-  float sa[2] = {0.0f, 0.0f};  // the row scales of rows g and g + 8 of the current half
+  float sa[2][2] = {};  // float32: the row scales of rows g and g + 8 of each half
   const int has_bias = e.bias != nullptr;
   const float* bias_p = has_bias ? e.bias : e.sb;
   const int bias_mask = -has_bias;  // all ones with a bias, else +0.0f's bits
+  bool pairs = false;               // float32: each lane loads its columns' scales and biases as pairs
+  if constexpr (O == kOutF32) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+        sa[h][i] = __ldg(e.sa + std::size_t(min(m0 + 64 * h + 16 * w + g + 8 * i, e.M - 1)) * e.sa_step);
+    pairs = n0 + 128 <= e.N && e.sb_step == 1 &&
+            ((reinterpret_cast<uintptr_t>(e.sb) | reinterpret_cast<uintptr_t>(bias_p)) & 7u) == 0;  // bias_p: sb if none
+  }
   if (lane == 0) tma_store_wait_read<0>();  // the previous tile's stores have read both buffers
   __syncwarp();
 #pragma unroll
-  for (int p = 0; p < 8; ++p) {
-    const int h = p >> 2, b = p & 3;
-    if (half >= 0 && h != half) continue;  // a half item: the other 64 rows are not this block's
-    const int* a = h ? a1 : a0;
-    const uint32_t buf = stg + uint32_t(p & 1) * 2048u;
+  for (int b = 0; b < 4; ++b) {
+    // Float32: the scales and biases of this lane's columns 8 jj + 2 t and + 1 of the box (jj = 0..3).
+    float cs[4][2] = {}, cb[4][2] = {};
     if constexpr (O == kOutF32) {
-      if (b == 0) {
-        asm volatile("" ::: "memory");
+      if (pairs) {
+        // Without a bias the pairs come from kPpZeros: +0.0f, with no instruction per value to mask them.
+        const float2* ps = reinterpret_cast<const float2*>(e.sb + n0 + 32 * b + 2 * t);
+        const float2* pb = reinterpret_cast<const float2*>(has_bias ? e.bias + n0 + 32 * b + 2 * t : kPpZeros + 2 * t);
 #pragma unroll
-        for (int i = 0; i < 2; ++i)
-          sa[i] = __ldg(e.sa + std::size_t(min(m0 + 64 * h + 16 * w + g + 8 * i, e.M - 1)) * e.sa_step);
+        for (int jj = 0; jj < 4; ++jj) {
+          const float2 vs = __ldg(ps + 4 * jj), vb = __ldg(pb + 4 * jj);
+          cs[jj][0] = vs.x, cs[jj][1] = vs.y;
+          cb[jj][0] = vb.x, cb[jj][1] = vb.y;
+        }
+      } else {
+        // One column per lane (clamped indices as in pp_store_tile_staged), exchanged by shuffle. Without a
+        // bias: a load of sb[0] (always there) masked to +0.0f, no branch.
+        const int c = min(n0 + 32 * b + lane, e.N - 1);
+        const float sb_l = __ldg(e.sb + std::size_t(c) * e.sb_step);
+        const float b_l =
+            __int_as_float(__float_as_int(__ldg(bias_p + std::size_t(c) * std::size_t(has_bias))) & bias_mask);
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+          for (int k = 0; k < 2; ++k) {
+            cs[jj][k] = __shfl_sync(0xffffffffu, sb_l, 8 * jj + 2 * t + k);
+            cb[jj][k] = __shfl_sync(0xffffffffu, b_l, 8 * jj + 2 * t + k);
+          }
       }
     }
-    float sb_l = 0.0f, b_l = 0.0f;  // float32: the scale and bias of the box's column n0 + 32 b + lane
-    if constexpr (O == kOutF32) {
-      // Loaded before the wait below, so that their latency overlaps it. Without a bias: a load of sb[0]
-      // (always there) masked to +0.0f, no branch.
-      const int c = min(n0 + 32 * b + lane, e.N - 1);
-      sb_l = __ldg(e.sb + std::size_t(c) * e.sb_step);
-      b_l = __int_as_float(__float_as_int(__ldg(bias_p + std::size_t(c) * std::size_t(has_bias))) & bias_mask);
-    }
-    if (p >= 2) {
-      if (lane == 0) tma_store_wait_read<1>();  // the store of pass p - 2 has read this buffer
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (half >= 0 && h != half) continue;  // a half item: the other 64 rows are not this block's
+      const int* a = h ? a1 : a0;
+      // The pass's place among the passes this item runs (a half item runs one per box), which picks its buffer.
+      const int q = half >= 0 ? b : 2 * b + h;
+      const uint32_t buf = stg + uint32_t(q & 1) * 2048u;
+      if (q >= 2) {
+        if (lane == 0) tma_store_wait_read<1>();  // the store of the pass before last has read this buffer
+        __syncwarp();
+      }
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {
+        const int j = 4 * b + jj;  // 8-column group of the tile: columns 8 j + 2 t, + 1
+        int v0 = a[4 * j], v1 = a[4 * j + 1], v2 = a[4 * j + 2], v3 = a[4 * j + 3];
+        if constexpr (O == kOutF32) {
+          v0 = __float_as_int(dequant_one(v0, sa[h][0], cs[jj][0], cb[jj][0]));
+          v1 = __float_as_int(dequant_one(v1, sa[h][0], cs[jj][1], cb[jj][1]));
+          v2 = __float_as_int(dequant_one(v2, sa[h][1], cs[jj][0], cb[jj][0]));
+          v3 = __float_as_int(dequant_one(v3, sa[h][1], cs[jj][1], cb[jj][1]));
+        }
+        const uint32_t chunk = uint32_t((2 * jj + (t >> 1)) ^ g), within = uint32_t(t & 1) * 8u;
+        st_shared_v2(buf + uint32_t(g) * 128u + chunk * 16u + within, v0, v1);      // row g
+        st_shared_v2(buf + uint32_t(g + 8) * 128u + chunk * 16u + within, v2, v3);  // row g + 8: (g + 8) % 8 == g
+      }
+      fence_proxy_async_shared();  // the generic-proxy writes are visible to the TMA unit
       __syncwarp();
-    }
-#pragma unroll
-    for (int jj = 0; jj < 4; ++jj) {
-      const int j = 4 * b + jj;  // 8-column group of the tile: columns 8 j + 2 t, + 1
-      int v0 = a[4 * j], v1 = a[4 * j + 1], v2 = a[4 * j + 2], v3 = a[4 * j + 3];
-      if constexpr (O == kOutF32) {
-        // Columns 8 jj + 2 t and + 1 of the box: their scales and biases from the lanes that loaded them.
-        const float sb0 = __shfl_sync(0xffffffffu, sb_l, 8 * jj + 2 * t);
-        const float sb1 = __shfl_sync(0xffffffffu, sb_l, 8 * jj + 2 * t + 1);
-        const float b0 = __shfl_sync(0xffffffffu, b_l, 8 * jj + 2 * t);
-        const float b1 = __shfl_sync(0xffffffffu, b_l, 8 * jj + 2 * t + 1);
-        v0 = __float_as_int(dequant_one(v0, sa[0], sb0, b0));
-        v1 = __float_as_int(dequant_one(v1, sa[0], sb1, b1));
-        v2 = __float_as_int(dequant_one(v2, sa[1], sb0, b0));
-        v3 = __float_as_int(dequant_one(v3, sa[1], sb1, b1));
+      if (lane == 0) {
+        tma_store_2d(tmY, buf, n0 + 32 * b, m0 + 64 * h + 16 * w);
+        tma_store_commit();
       }
-      const uint32_t chunk = uint32_t((2 * jj + (t >> 1)) ^ g), within = uint32_t(t & 1) * 8u;
-      st_shared_v2(buf + uint32_t(g) * 128u + chunk * 16u + within, v0, v1);        // row g
-      st_shared_v2(buf + uint32_t(g + 8) * 128u + chunk * 16u + within, v2, v3);    // row g + 8: (g + 8) % 8 == g
-    }
-    fence_proxy_async_shared();  // the generic-proxy writes are visible to the TMA unit
-    __syncwarp();
-    if (lane == 0) {
-      tma_store_2d(tmY, buf, n0 + 32 * b, m0 + 64 * h + 16 * w);
-      tma_store_commit();
     }
   }
 }
