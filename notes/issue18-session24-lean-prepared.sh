@@ -3,7 +3,7 @@
 # (notes/issue18-session24-lean-epilogue.diff: boxes outer, each box's column scales and biases loaded once for
 # both halves and, for interior tiles with per-column scales, as pairs per lane instead of shuffles; 608 instead
 # of 936 instructions per consumer warp and tile over int32 out, counted in the sm_90a code built here; no
-# spills, no ptxas warnings; NOT RUN). Correctness first (self-test, also with the ping-pong forced everywhere),
+# spills, no ptxas warnings). RUN in session 24 and landed (362b9d9); results in notes/issue18-gemm-tma.md. Correctness first (self-test, also with the ping-pong forced everywhere),
 # then ncu and timed A/B against the landed kernel in the same call (about 7 minutes).
 # From the repository root, on nvidia-h200 with carry [".deps"], after `bash tests/gpu/make_deps.sh` here:
 #   git show HEAD:core/cuda/gemm_int8_sm90.cu > scratch_sm90_head.cu

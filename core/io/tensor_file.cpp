@@ -280,7 +280,7 @@ std::unique_ptr<TensorFile> open_torch_file(const std::string& path) {
   throw IoError(path + ": this build has no PyTorch checkpoint support (install libzip-dev and rebuild)");
 }
 std::unique_ptr<TensorFile> open_zip_tensor_file(const std::string& path) {
-  throw IoError(path + ": this build reads no zip archives (.npz, PyTorch; install libzip-dev and rebuild)");
+  throw IoError(path + ": this build has no zip archive support (.npz, PyTorch checkpoints; install libzip-dev and rebuild)");
 }
 #endif
 #ifndef QS_HAVE_JSON
