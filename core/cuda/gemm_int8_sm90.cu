@@ -928,12 +928,7 @@ bool env_off(const char* name) {
   return v && std::atoi(v) == 0;
 }
 
-// Split-K: the K slices are shared among `splits` blocks per tile whose int32 tiles add up in a zeroed
-// buffer (Y itself for int32 output, else a stream-ordered workspace that the last block of each tile
-// dequantizes).
-// The TMA kernel's launcher: tensor maps of A (M x K) and B (N x K), int8 rows of K bytes, boxes of
-// 128 x BK and BN x BK, 128-byte swizzle, zero fill past the edges. False when the driver lacks the
-// encoder (then the cp.async kernel runs).
+// The driver's tensor-map encoder, looked up once; null when the driver lacks it.
 using EncodeTiledFn = decltype(&cuTensorMapEncodeTiled);
 EncodeTiledFn tensor_map_encoder() {
   static const EncodeTiledFn fn = [] {
@@ -974,6 +969,9 @@ bool encode_output(CUtensorMap* map, void* Y, int M, int N, bool int32) {
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// The TMA kernel's launcher: tensor maps of A (M x K) and B (N x K), int8 rows of K bytes, boxes of
+// 128 x BK and BN x BK, 128-byte swizzle, zero fill past the edges. False when the driver lacks the
+// encoder (then the cp.async kernel runs).
 template <typename C, int O>
 bool gemm_int8_wgmma_tma_launch(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s,
                                 int tile0 = 0, int blocks = -1, int sub = 1) {
@@ -1199,6 +1197,9 @@ bool gemm_int8_pingpong_out(const int8_t* A, const int8_t* B, int M, int K, int 
   }
 }
 
+// Split-K: the K slices are shared among `splits` blocks per tile whose int32 tiles add up in a zeroed
+// buffer (Y itself for int32 output, else a stream-ordered workspace that the last block of each tile
+// dequantizes).
 template <typename C>
 void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int out, int splits, cudaStream_t s) {
   if (splits > 1) {
