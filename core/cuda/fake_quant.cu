@@ -198,8 +198,11 @@ __global__ void __launch_bounds__(256) fq_nearest_kernel(KernelParams p, const f
 // arguments; ~rnd >> (9 + M) is written (2^(23-M) - 1) - (rnd >> (9 + M)). An element fast_bits would refuse
 // (NaN, inf, a nonzero subnormal of the format, ieee overflow) is redone alone with encode_bits, as
 // fake_quant_kernel does it, and counts as there; the fast path's own counts are its clips (its underflow
-// count is always 0: a normal result stays >= 2^emin). Two float4 per thread in flight (U = 2; four: 0.786
-// against 0.800 on H200, more registers), streaming hints, at most one wave of blocks.
+// count is always 0: a normal result stays >= 2^emin). Two float4 per thread and iteration (U = 2; four: 0.786
+// against 0.800 on H200, more registers), loaded two iterations ahead (H200, ratio to a device copy: 0.806-0.812
+// against 0.790-0.801 when loaded where used, 0.805-0.806 one iteration ahead; U = 1 two or three ahead: 0.757-0.764),
+// streaming hints, at most one wave of blocks. Measured and dropped: bulk copies of the input into a shared-memory
+// ring by a producer warp (notes/issue18-session25-fq-bulk-experiment.diff, 0.61-0.77).
 //
 // Division (Dbl): y = RN32(x * d) in double with d = RN64(1 / scale), no branch, where x / scale (IEEE, a
 // branch to a slow path per element) was the kernel's largest cost (H200: 0.616 with it, 0.800 without).
@@ -248,7 +251,9 @@ __device__ __forceinline__ uint32_t mix_k1(uint32_t lo, uint32_t key, uint32_t k
   return hash32(x + key);
 }
 
-template <bool Scaled, bool Sat, bool Dbl, int U>
+// The input runs D iterations ahead in registers (a ring of D x U float4 per thread), so that each warp's next
+// loads are in flight while it computes.
+template <bool Scaled, bool Sat, bool Dbl, int U, int D>
 __global__ void __launch_bounds__(256) fq_stoch_kernel(KernelParams p, double d, const float* __restrict__ x,
                                                        float* __restrict__ y, std::size_t n, uint64_t index0, uint32_t key,
                                                        DeviceCounts* counts) {
@@ -261,10 +266,28 @@ __global__ void __launch_bounds__(256) fq_stoch_kernel(KernelParams p, double d,
   float4* y4 = reinterpret_cast<float4*>(y);
   std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   uint32_t clips = 0;
+  static_assert(D >= 1, "the ring holds at least one iteration");
+  float4 q[D][U];
+#pragma unroll
+  for (int r = 0; r < D; ++r)
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      const std::size_t j = i + (std::size_t(r) * U + k) * stride;
+      q[r][k] = j < n4 ? __ldcs(x4 + j) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
   for (; i + (U - 1) * stride < n4; i += U * stride) {
     float4 v[U];
 #pragma unroll
-    for (int k = 0; k < U; ++k) v[k] = __ldcs(x4 + i + k * stride);
+    for (int k = 0; k < U; ++k) v[k] = q[0][k];
+#pragma unroll
+    for (int r = 0; r + 1 < D; ++r)
+#pragma unroll
+      for (int k = 0; k < U; ++k) q[r][k] = q[r + 1][k];
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      const std::size_t j = i + (std::size_t(D) * U + k) * stride;
+      q[D - 1][k] = j < n4 ? __ldcs(x4 + j) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
     float o[4 * U];
     uint32_t mask = 0;
 #pragma unroll
@@ -342,8 +365,8 @@ void encode_f32_launch_generic(const KernelParams& p, const float* x, float* y, 
 template <bool Scaled, bool Sat, bool Dbl>
 void encode_f32_launch_stoch_t(const KernelParams& p, const float* x, float* y, std::size_t n, uint64_t index0, uint32_t key,
                     DeviceCounts* counts, cudaStream_t stream) {
-  constexpr int U = 2;
-  constexpr auto kernel = fq_stoch_kernel<Scaled, Sat, Dbl, U>;
+  constexpr int U = 2, D = 2;
+  constexpr auto kernel = fq_stoch_kernel<Scaled, Sat, Dbl, U, D>;
   // One wave at most, and no more blocks than give every thread U groups of four, so that small calls (the
   // self-test's) run the main loop too.
   const int wave = one_wave_blocks<kernel>(n);
