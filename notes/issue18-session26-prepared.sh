@@ -11,9 +11,10 @@
 #     input (and fails when the range or the zero test is broken on purpose); a separate random check, 640 M
 #     values over every named and 8-bit sweep format, four scales, both overflow modes, found no difference.
 #     The CUDA self-test gains a stochastic values-only run from index 4096 (the folded hash).
-#  2. QS_BENCH_COPY_STRUCT=1: plain copies in the fake-quant kernels' structure against cudaMemcpy, to see whether
-#     the structure alone caps the kernels (nearest rounding, with little arithmetic, stops at 0.855); and
-#     QS_FQ_GRID=1, every block at once instead of one wave.
+#  2. QS_BENCH_COPY_STRUCT=1: plain copies in the fake-quant kernels' structure against cudaMemcpy (also with every
+#     block at once, and with L2-only hints), to see whether the structure alone caps the kernels (nearest
+#     rounding, with little arithmetic, stops at 0.855); and QS_FQ_GRID=1, the lean kernel with every block at
+#     once instead of one wave.
 # Also the SASS of fake_quant.cu (cuobjdump) and one ncu profile of each stochastic kernel and of nearest.
 # About 6-7 minutes on nvidia-h200, carry [".deps"]. From the repository root:
 #   git apply notes/issue18-session26-experiments.diff
