@@ -19,8 +19,11 @@
 # About 6-7 minutes on nvidia-h200, carry [".deps"]. From the repository root:
 #   git apply notes/issue18-session26-experiments.diff
 #   (device) timeout 580 bash notes/issue18-session26-prepared.sh      (one archive comes back)
-#   then keep the lean kernel if it is faster and its self-test passes (make it the only path: drop fq_stoch_kernel,
-#   stoch_one, the QS_FQ_LEAN / QS_FQ_GRID switches and the copy kernels), else git checkout the five files.
+#   git checkout core/   (the five files)
+#   If the lean kernel is faster and its self-test passes: git apply notes/issue18-session26-lean-landing.diff (the
+#   lean kernel as the only path, without the switches and copy kernels; built here, CPU self-test 1408 passed),
+#   then one device call for `selftest --backend cuda` of that binary before landing it (with QS_FQ_LEAN=5 the
+#   winner, add __launch_bounds__(256, 5) there first).
 set -u
 export PATH=/usr/local/cuda/bin:$PWD/.deps/bin:$PATH LD_LIBRARY_PATH=$PWD/.deps/lib
 t0=$(date +%s); el() { echo "t=$(( $(date +%s)-t0 ))"; }; before() { [ $(( $(date +%s)-t0 )) -lt $1 ]; }
