@@ -192,17 +192,20 @@ __global__ void __launch_bounds__(256) fq_nearest_kernel(KernelParams p, const f
   flush_counts(c, counts);
 }
 
-// Values-only stochastic rounding of plain formats (p.fast_ok, no codes, 1 <= 23 - M <= 22, every index of
-// the call in one 2^32 block so that one key serves the whole grid): fast_bits' stochastic branch with the
-// per-element branches turned into selects and the call's constants (scaled, saturating) as template
-// arguments; ~rnd >> (9 + M) is written (2^(23-M) - 1) - (rnd >> (9 + M)). An element fast_bits would refuse
-// (NaN, inf, a nonzero subnormal of the format, ieee overflow) is redone alone with encode_bits, as
-// fake_quant_kernel does it, and counts as there; the fast path's own counts are its clips (its underflow
-// count is always 0: a normal result stays >= 2^emin). Two float4 per thread and iteration (U = 2; four: 0.786
+// Values-only stochastic rounding of plain formats (stoch_lean_ok: p.fast_ok, 1 <= 23 - M <= 22, 2^emin <= max
+// finite < inf; no codes; every index of the call in one 2^32 block so that one key serves the whole grid). Each
+// element goes through stoch_lean (encode_bits.h): one range test and one zero test decide whether it takes the
+// value; what it refuses (NaN, inf, above max finite, a nonzero below 2^emin, -0 without a negative zero) is
+// redone alone with encode_bits, as fake_quant_kernel does it, and counted there. When the call's first index is a
+// multiple of 4 (A4), the hash's first xor-shift is done once per group of four: for lo a multiple of 4 and
+// j < 4, lo + j = lo ^ j and (lo + j) >> 16 = lo >> 16 (H200, ratio to a device copy: 0.853-0.862 over five runs
+// in two calls, 56 registers, 340 M instructions for 268 M values by ncu; fq_stoch_kernel before it, with clip
+// counts and overflow modes in the element: 0.812, 445 M; with __launch_bounds__(256, 5), 48 registers: 0.833-0.837;
+// every block at once instead of one wave: 0.738). Two float4 per thread and iteration (U = 2; four: 0.786
 // against 0.800 on H200, more registers), loaded two iterations ahead (H200, ratio to a device copy: 0.806-0.812
-// against 0.790-0.801 when loaded where used, 0.805-0.806 one iteration ahead; U = 1 two or three ahead: 0.757-0.764),
-// streaming hints, at most one wave of blocks. Measured and dropped: bulk copies of the input into a shared-memory
-// ring by a producer warp (notes/issue18-session25-fq-bulk-experiment.diff, 0.61-0.77).
+// against 0.790-0.801 when loaded where used, 0.805-0.806 one iteration ahead; U = 1 two or three ahead:
+// 0.757-0.764), streaming hints, at most one wave of blocks. Measured and dropped: bulk copies of the input into a
+// shared-memory ring by a producer warp (notes/issue18-session25-fq-bulk-experiment.diff, 0.61-0.77).
 //
 // Division (Dbl): y = RN32(x * d) in double with d = RN64(1 / scale), no branch, where x / scale (IEEE, a
 // branch to a slow path per element) was the kernel's largest cost (H200: 0.616 with it, 0.800 without).
@@ -212,60 +215,39 @@ __global__ void __launch_bounds__(256) fq_nearest_kernel(KernelParams p, const f
 // 2^-49 |m| from each one (x - s m is a nonzero multiple of 2^(b + c)); the same holds for the overflow
 // threshold and for the midpoint (2^24 - 1) 2^-150 just below 2^-126 (there a multiple of 2^(b - 150),
 // >= 2^-48 |m|). So RN32(x * d) = RN32(x / s) whenever either is >= 2^-126; a result below 2^-126 (a float32
-// subnormal, which fast_bits refuses too since 2^emin >= 2^-126, or 0 from a nonzero x) takes the exact
-// fallback.
-template <bool Scaled, bool Sat, bool Dbl>
-__device__ __forceinline__ float stoch_one(const KernelParams& p, double d, float x, uint32_t rs, uint32_t addc,
-                                           uint32_t keep, bool& bad, uint32_t& clips) {
-  const float y = Scaled ? (Dbl ? __double2float_rn(double(x) * d) : x / p.scale) : x;
-  const uint32_t u = float_to_bits(y);
-  const uint32_t sign = u & 0x80000000u;
-  uint32_t a = u & 0x7fffffffu;
-  bool b = a >= 0x7f800000u;
-  bool clipped = false;
-  if (Sat) {
-    const bool big = a > p.max_bits;
-    clipped = big && a >= p.ovf_bits;
-    a = big ? p.max_bits : a;
-  }
-  const bool sub = a < p.min_normal_bits;
-  b = b || (sub && (Scaled && Dbl ? x != 0.0f : a != 0u));
-  const uint32_t vb = sub ? 0u : ((a + (addc - rs)) & keep);  // rs = rnd >> (9 + M)
-  if (!Sat) b = b || vb > p.max_bits;
-  const uint32_t sgn = (p.has_neg_zero || vb != 0u) ? sign : 0u;
-  clips += (clipped && !b) ? 1u : 0u;
-  bad = b;
-  const float v = bits_to_float(vb | sgn);
-  return Scaled ? v * p.scale : v;
-}
+// subnormal, or 0 from a nonzero x) is outside stoch_lean's range, which starts at 2^emin >= 2^-126, and takes
+// the exact fallback.
 
 // stochastic_mix(key, lo) with the first xor-shift folded: (lo ^ key) ^ ((lo ^ key) >> 16) = lo ^ (lo >> 16) ^ k1,
 // k1 = key ^ (key >> 16). (Measured and dropped: right shifts as umulhi(v, 2^(32 - k)) on the multiplier
 // instead of the integer ALU, 0.74-0.78 against 0.79-0.80 on H200.)
-__device__ __forceinline__ uint32_t mix_k1(uint32_t lo, uint32_t key, uint32_t k1) {
-  uint32_t x = lo ^ (lo >> 16) ^ k1;
+// mix_tail: the rest of stochastic_mix after that first xor-shift, x = lo ^ (lo >> 16) ^ k1.
+__device__ __forceinline__ uint32_t mix_tail(uint32_t x, uint32_t key) {
   x *= 0x7feb352du;
   x ^= x >> 15;
   x *= 0x846ca68bu;
   x ^= x >> 16;
   return hash32(x + key);
 }
+__device__ __forceinline__ uint32_t mix_k1(uint32_t lo, uint32_t key, uint32_t k1) {
+  return mix_tail(lo ^ (lo >> 16) ^ k1, key);
+}
 
 // The input runs D iterations ahead in registers (a ring of D x U float4 per thread), so that each warp's next
 // loads are in flight while it computes.
-template <bool Scaled, bool Sat, bool Dbl, int U, int D>
+template <bool Scaled, bool Dbl, bool A4, int U, int D>
 __global__ void __launch_bounds__(256) fq_stoch_kernel(KernelParams p, double d, const float* __restrict__ x,
                                                        float* __restrict__ y, std::size_t n, uint64_t index0, uint32_t key,
                                                        DeviceCounts* counts) {
   BitsCounts c;
-  const uint32_t s0 = 23u - uint32_t(p.M), sh = 32u - s0, addc = (1u << s0) - 1u, keep = ~addc;
+  const LeanConsts lk = lean_consts(p);
+  const uint32_t sh = 9u + uint32_t(p.M);
   const uint32_t lo0 = uint32_t(index0), k1 = key ^ (key >> 16);
   const std::size_t n4 = n / 4;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   const float4* x4 = reinterpret_cast<const float4*>(x);
   float4* y4 = reinterpret_cast<float4*>(y);
   std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  uint32_t clips = 0;
   static_assert(D >= 1, "the ring holds at least one iteration");
   float4 q[D][U];
 #pragma unroll
@@ -293,11 +275,12 @@ __global__ void __launch_bounds__(256) fq_stoch_kernel(KernelParams p, double d,
 #pragma unroll
     for (int k = 0; k < U; ++k) {
       const float in[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
-      const uint32_t lo = lo0 + 4u * uint32_t(i + k * stride);
+      const uint32_t lo = lo0 + 4u * uint32_t(i + k * stride), base = lo ^ (lo >> 16) ^ k1;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
+        const uint32_t h = A4 ? mix_tail(base ^ uint32_t(j), key) : mix_k1(lo + j, key, k1);
         bool b;
-        o[4 * k + j] = stoch_one<Scaled, Sat, Dbl>(p, d, in[j], mix_k1(lo + j, key, k1) >> sh, addc, keep, b, clips);
+        o[4 * k + j] = stoch_lean<Scaled, Dbl>(p, lk, d, in[j], h >> sh, b);
         mask |= uint32_t(b) << (4 * k + j);
       }
     }
@@ -323,7 +306,6 @@ __global__ void __launch_bounds__(256) fq_stoch_kernel(KernelParams p, double d,
 #pragma unroll
     for (int k = 0; k < U; ++k) __stcs(y4 + i + k * stride, make_float4(o[4 * k], o[4 * k + 1], o[4 * k + 2], o[4 * k + 3]));
   }
-  c.overflow += clips;
   uint32_t key_hi = uint32_t(index0 >> 32), kk = key;
   for (; i < n4; i += stride) {
     uint32_t code[4];
@@ -362,11 +344,11 @@ void encode_f32_launch_generic(const KernelParams& p, const float* x, float* y, 
   kernel<<<one_wave_blocks<kernel>(n), 256, 0, stream>>>(p, x, y, codes, n, index0, counts);
 }
 
-template <bool Scaled, bool Sat, bool Dbl>
+template <bool Scaled, bool Dbl, bool A4>
 void encode_f32_launch_stoch_t(const KernelParams& p, const float* x, float* y, std::size_t n, uint64_t index0, uint32_t key,
-                    DeviceCounts* counts, cudaStream_t stream) {
+                               DeviceCounts* counts, cudaStream_t stream) {
   constexpr int U = 2, D = 2;
-  constexpr auto kernel = fq_stoch_kernel<Scaled, Sat, Dbl, U, D>;
+  constexpr auto kernel = fq_stoch_kernel<Scaled, Dbl, A4, U, D>;
   // One wave at most, and no more blocks than give every thread U groups of four, so that small calls (the
   // self-test's) run the main loop too.
   const int wave = one_wave_blocks<kernel>(n);
@@ -382,17 +364,16 @@ bool encode_f32_launch_stoch(const KernelParams& p, const float* x, float* y, st
                   cudaStream_t stream) {
   const char* force = std::getenv("QS_FQ_STOCH");
   if (force && std::strcmp(force, "generic") == 0) return false;
-  if (p.M < 1 || p.M > 22 || (index0 >> 32) != ((index0 + n - 1) >> 32)) return false;
+  if (!stoch_lean_ok(p) || (index0 >> 32) != ((index0 + n - 1) >> 32)) return false;
   const uint32_t key = stochastic_key(p.seed, uint32_t(index0 >> 32));
   const char* fd = std::getenv("QS_FQ_STOCH_DIV");
-  const bool scaled = p.scale != 1.0f, sat = p.saturate;
-  // The double product's argument needs a positive normal scale (see stoch_one).
+  const bool scaled = p.scale != 1.0f, a4 = index0 % 4 == 0;
+  // The double product's argument needs a positive normal scale (see the division above).
   const bool dbl = std::isnormal(p.scale) && p.scale > 0.0f && !(fd && std::strcmp(fd, "ieee") == 0);
   void (*launch)(const KernelParams&, const float*, float*, std::size_t, uint64_t, uint32_t, DeviceCounts*, cudaStream_t);
-  if (scaled && sat) launch = dbl ? encode_f32_launch_stoch_t<true, true, true> : encode_f32_launch_stoch_t<true, true, false>;
-  else if (scaled) launch = dbl ? encode_f32_launch_stoch_t<true, false, true> : encode_f32_launch_stoch_t<true, false, false>;
-  else if (sat) launch = encode_f32_launch_stoch_t<false, true, false>;
-  else launch = encode_f32_launch_stoch_t<false, false, false>;
+  if (!scaled) launch = a4 ? encode_f32_launch_stoch_t<false, false, true> : encode_f32_launch_stoch_t<false, false, false>;
+  else if (dbl) launch = a4 ? encode_f32_launch_stoch_t<true, true, true> : encode_f32_launch_stoch_t<true, true, false>;
+  else launch = a4 ? encode_f32_launch_stoch_t<true, false, true> : encode_f32_launch_stoch_t<true, false, false>;
   launch(p, x, y, n, index0, key, counts, stream);
   return true;
 }

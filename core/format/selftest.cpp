@@ -130,7 +130,29 @@ SelftestCase check_bits_against_ref(const Format& f, const EncodeOptions& opt, f
     uint32_t code;
     float v;
     const uint32_t rnd = opt.rounding == Rounding::Stochastic ? stochastic_bits(opt.seed, index0 + i) : 0u;
-    encode_bits(p, inputs[i], rnd, code, v, cnt);
+    BitsCounts one;
+    encode_bits(p, inputs[i], rnd, code, v, one);
+    cnt.overflow += one.overflow, cnt.underflow += one.underflow, cnt.nan += one.nan;
+    if (p.stochastic && stoch_lean_ok(p)) {  // the CUDA kernel's element, in each form it is compiled in
+      const LeanConsts lk = lean_consts(p);
+      const uint32_t rs = rnd >> (9u + uint32_t(p.M));
+      const double d = 1.0 / double(p.scale);
+      bool bad[3];
+      const float lv[3] = {p.scale != 1.0f ? stoch_lean<true, false>(p, lk, d, inputs[i], rs, bad[0])
+                                           : stoch_lean<false, false>(p, lk, d, inputs[i], rs, bad[0]),
+                           stoch_lean<true, true>(p, lk, d, inputs[i], rs, bad[1]),
+                           stoch_lean<true, false>(p, lk, d, inputs[i], rs, bad[2])};
+      for (int k = 0; k < 3; ++k)
+        if (!bad[k] && (k != 1 || std::isnormal(p.scale)) &&
+            (bits_of(lv[k]) != bits_of(v) || one.overflow || one.underflow || one.nan)) {
+          std::ostringstream msg;
+          msg.precision(9);
+          msg << "input " << inputs[i] << ": stoch_lean (form " << k << ") value " << lv[k] << ", encode_bits value " << v
+              << (one.overflow || one.underflow || one.nan ? " (counted)" : "");
+          c.detail = msg.str();
+          return c;
+        }
+    }
     if (p.fast_ok) {  // the fast path, where it takes the element, must give the same value
       BitsCounts unused;
       float fv;
