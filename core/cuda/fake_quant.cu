@@ -102,7 +102,9 @@ __global__ void fake_quant_kernel(KernelParams p, const float* __restrict__ x, f
   flush_counts(c, counts);
 }
 
-// Values-only nearest rounding of plain formats (p.fast_ok, no codes): fast_bits specialised with the
+// Values-only nearest rounding of plain formats where fq_lean_kernel (below) does not apply (stoch_lean_ok false,
+// or QS_FQ_NEAREST=old; H200, e4m3fn, 268 M values, ratio to a device copy over three rounds in one call: this
+// kernel 0.847-0.849, 72 registers; fq_lean_kernel's nearest 0.860-0.863, 48 registers): fast_bits specialised with the
 // rounding mode fixed and the per-element branches turned into selects; an element fast_bits would
 // refuse (NaN, inf, ieee overflow) is redone with encode_bits, as in fake_quant_kernel. Four float4 per
 // thread in flight, streaming cache hints. H100, e4m3fn, n = 2^28, quant over copy GB/s: the generic
@@ -199,7 +201,7 @@ __global__ void __launch_bounds__(256) fq_nearest_kernel(KernelParams p, const f
 // redone alone with encode_bits, as fake_quant_kernel does it, and counted there. When the call's first index is a
 // multiple of 4 (A4), the hash's first xor-shift is done once per group of four: for lo a multiple of 4 and
 // j < 4, lo + j = lo ^ j and (lo + j) >> 16 = lo >> 16 (H200, ratio to a device copy: 0.853-0.862 over five runs
-// in two calls, 56 registers, 340 M instructions for 268 M values by ncu; fq_stoch_kernel before it, with clip
+// in two calls, 56 registers, 340 M instructions for 268 M values by ncu; the previous kernel, with clip
 // counts and overflow modes in the element: 0.812, 445 M; with __launch_bounds__(256, 5), 48 registers: 0.833-0.837;
 // every block at once instead of one wave: 0.738). Two float4 per thread and iteration (U = 2; four: 0.786
 // against 0.800 on H200, more registers), loaded two iterations ahead (H200, ratio to a device copy: 0.806-0.812
@@ -235,10 +237,11 @@ __device__ __forceinline__ uint32_t mix_k1(uint32_t lo, uint32_t key, uint32_t k
 
 // The input runs D iterations ahead in registers (a ring of D x U float4 per thread), so that each warp's next
 // loads are in flight while it computes.
-template <bool Scaled, bool Dbl, bool A4, int U, int D>
-__global__ void __launch_bounds__(256) fq_stoch_kernel(KernelParams p, double d, const float* __restrict__ x,
-                                                       float* __restrict__ y, std::size_t n, uint64_t index0, uint32_t key,
-                                                       DeviceCounts* counts) {
+// Stoch false: the same loop for round to nearest, ties to even (near_lean; index0 and key unused).
+template <bool Stoch, bool Scaled, bool Dbl, bool A4, int U, int D>
+__global__ void __launch_bounds__(256) fq_lean_kernel(KernelParams p, double d, const float* __restrict__ x,
+                                                      float* __restrict__ y, std::size_t n, uint64_t index0, uint32_t key,
+                                                      DeviceCounts* counts) {
   BitsCounts c;
   const LeanConsts lk = lean_consts(p);
   const uint32_t sh = 9u + uint32_t(p.M);
@@ -278,9 +281,13 @@ __global__ void __launch_bounds__(256) fq_stoch_kernel(KernelParams p, double d,
       const uint32_t lo = lo0 + 4u * uint32_t(i + k * stride), base = lo ^ (lo >> 16) ^ k1;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const uint32_t h = A4 ? mix_tail(base ^ uint32_t(j), key) : mix_k1(lo + j, key, k1);
         bool b;
-        o[4 * k + j] = stoch_lean<Scaled, Dbl>(p, lk, d, in[j], h >> sh, b);
+        if constexpr (Stoch) {
+          const uint32_t h = A4 ? mix_tail(base ^ uint32_t(j), key) : mix_k1(lo + j, key, k1);
+          o[4 * k + j] = stoch_lean<Scaled, Dbl>(p, lk, d, in[j], h >> sh, b);
+        } else {
+          o[4 * k + j] = near_lean<Scaled, Dbl>(p, lk, d, in[j], b);
+        }
         mask |= uint32_t(b) << (4 * k + j);
       }
     }
@@ -298,7 +305,7 @@ __global__ void __launch_bounds__(256) fq_stoch_kernel(KernelParams p, double d,
         mask &= mask - 1u;
         const uint32_t lo = lo0 + 4u * uint32_t(i + (e >> 2) * stride) + uint32_t(e & 3);
         uint32_t code;
-        encode_bits(p, xin[e], stochastic_mix(key, lo), code, xo[e], c);
+        encode_bits(p, xin[e], Stoch ? stochastic_mix(key, lo) : 0u, code, xo[e], c);
       }
 #pragma unroll
       for (int e = 0; e < 4 * U; ++e) o[e] = xo[e];
@@ -306,18 +313,18 @@ __global__ void __launch_bounds__(256) fq_stoch_kernel(KernelParams p, double d,
 #pragma unroll
     for (int k = 0; k < U; ++k) __stcs(y4 + i + k * stride, make_float4(o[4 * k], o[4 * k + 1], o[4 * k + 2], o[4 * k + 3]));
   }
-  uint32_t key_hi = uint32_t(index0 >> 32), kk = key;
+  uint32_t key_hi = Stoch ? uint32_t(index0 >> 32) : 0u, kk = Stoch ? key : 0u;
   for (; i < n4; i += stride) {
     uint32_t code[4];
     float4 w;
-    encode4<true, true>(p, x4[i], index0 + 4 * i, key_hi, kk, w, code, c);
+    encode4<Stoch, true>(p, x4[i], Stoch ? index0 + 4 * i : 0, key_hi, kk, w, code, c);
     y4[i] = w;
   }
   if (blockIdx.x == 0 && threadIdx.x < n - 4 * n4) {
     const std::size_t j = 4 * n4 + threadIdx.x;
     uint32_t code;
     float out;
-    encode_bits(p, x[j], stochastic_bits(p.seed, index0 + j), code, out, c);
+    encode_bits(p, x[j], Stoch ? stochastic_bits(p.seed, index0 + j) : 0u, code, out, c);
     y[j] = out;
   }
   flush_counts(c, counts);
@@ -344,11 +351,11 @@ void encode_f32_launch_generic(const KernelParams& p, const float* x, float* y, 
   kernel<<<one_wave_blocks<kernel>(n), 256, 0, stream>>>(p, x, y, codes, n, index0, counts);
 }
 
-template <bool Scaled, bool Dbl, bool A4>
-void encode_f32_launch_stoch_t(const KernelParams& p, const float* x, float* y, std::size_t n, uint64_t index0, uint32_t key,
-                               DeviceCounts* counts, cudaStream_t stream) {
+template <bool Stoch, bool Scaled, bool Dbl, bool A4>
+void encode_f32_launch_lean_t(const KernelParams& p, const float* x, float* y, std::size_t n, uint64_t index0, uint32_t key,
+                              DeviceCounts* counts, cudaStream_t stream) {
   constexpr int U = 2, D = 2;
-  constexpr auto kernel = fq_stoch_kernel<Scaled, Dbl, A4, U, D>;
+  constexpr auto kernel = fq_lean_kernel<Stoch, Scaled, Dbl, A4, U, D>;
   // One wave at most, and no more blocks than give every thread U groups of four, so that small calls (the
   // self-test's) run the main loop too.
   const int wave = one_wave_blocks<kernel>(n);
@@ -357,23 +364,32 @@ void encode_f32_launch_stoch_t(const KernelParams& p, const float* x, float* y, 
   kernel<<<blocks, 256, 0, stream>>>(p, 1.0 / double(p.scale), x, y, n, index0, key, counts);
 }
 
-// The stochastic values-only kernel above when it applies; false otherwise. Tuning switches (A/B in one
-// build): QS_FQ_STOCH=generic forces fake_quant_kernel, QS_FQ_STOCH_DIV=ieee divides by the scale as
-// fast_bits does instead of the double product.
-bool encode_f32_launch_stoch(const KernelParams& p, const float* x, float* y, std::size_t n, uint64_t index0, DeviceCounts* counts,
-                  cudaStream_t stream) {
-  const char* force = std::getenv("QS_FQ_STOCH");
-  if (force && std::strcmp(force, "generic") == 0) return false;
-  if (!stoch_lean_ok(p) || (index0 >> 32) != ((index0 + n - 1) >> 32)) return false;
-  const uint32_t key = stochastic_key(p.seed, uint32_t(index0 >> 32));
+// The values-only lean kernel above when it applies (stochastic, or nearest with ties to even); false otherwise.
+// Tuning switches (A/B in one build): QS_FQ_STOCH=generic forces fake_quant_kernel for stochastic rounding,
+// QS_FQ_NEAREST=old fq_nearest_kernel for nearest, QS_FQ_STOCH_DIV=ieee divides by the scale as fast_bits does
+// instead of the double product (both roundings).
+bool encode_f32_launch_lean(const KernelParams& p, const float* x, float* y, std::size_t n, uint64_t index0, DeviceCounts* counts,
+                            cudaStream_t stream) {
+  const char* force = std::getenv(p.stochastic ? "QS_FQ_STOCH" : "QS_FQ_NEAREST");
+  if (force && (std::strcmp(force, "generic") == 0 || std::strcmp(force, "old") == 0)) return false;
+  if (!stoch_lean_ok(p) || (!p.stochastic && p.rmode != 0)) return false;
+  if (p.stochastic && (index0 >> 32) != ((index0 + n - 1) >> 32)) return false;
+  const uint32_t key = p.stochastic ? stochastic_key(p.seed, uint32_t(index0 >> 32)) : 0u;
   const char* fd = std::getenv("QS_FQ_STOCH_DIV");
   const bool scaled = p.scale != 1.0f, a4 = index0 % 4 == 0;
   // The double product's argument needs a positive normal scale (see the division above).
   const bool dbl = std::isnormal(p.scale) && p.scale > 0.0f && !(fd && std::strcmp(fd, "ieee") == 0);
   void (*launch)(const KernelParams&, const float*, float*, std::size_t, uint64_t, uint32_t, DeviceCounts*, cudaStream_t);
-  if (!scaled) launch = a4 ? encode_f32_launch_stoch_t<false, false, true> : encode_f32_launch_stoch_t<false, false, false>;
-  else if (dbl) launch = a4 ? encode_f32_launch_stoch_t<true, true, true> : encode_f32_launch_stoch_t<true, true, false>;
-  else launch = a4 ? encode_f32_launch_stoch_t<true, false, true> : encode_f32_launch_stoch_t<true, false, false>;
+  if (!p.stochastic) {
+    launch = !scaled ? encode_f32_launch_lean_t<false, false, false, false>
+                     : dbl ? encode_f32_launch_lean_t<false, true, true, false> : encode_f32_launch_lean_t<false, true, false, false>;
+  } else if (!scaled) {
+    launch = a4 ? encode_f32_launch_lean_t<true, false, false, true> : encode_f32_launch_lean_t<true, false, false, false>;
+  } else if (dbl) {
+    launch = a4 ? encode_f32_launch_lean_t<true, true, true, true> : encode_f32_launch_lean_t<true, true, true, false>;
+  } else {
+    launch = a4 ? encode_f32_launch_lean_t<true, true, false, true> : encode_f32_launch_lean_t<true, true, false, false>;
+  }
   launch(p, x, y, n, index0, key, counts, stream);
   return true;
 }
@@ -383,11 +399,12 @@ void encode_f32_launch(const KernelParams& p, const float* x, float* y, uint16_t
   if (n == 0) return;
   const bool fast = p.fast_ok && !codes;
   if (p.stochastic) {
-    if (fast && y && encode_f32_launch_stoch(p, x, y, n, index0, counts, stream)) {
+    if (fast && y && encode_f32_launch_lean(p, x, y, n, index0, counts, stream)) {
     } else if (fast) encode_f32_launch_generic<true, true>(p, x, y, codes, n, index0, counts, stream);
     else encode_f32_launch_generic<true, false>(p, x, y, codes, n, index0, counts, stream);
   } else {
-    if (fast && y && p.rmode == 0) fq_nearest_kernel<<<one_wave_blocks<fq_nearest_kernel>(n), 256, 0, stream>>>(p, x, y, n, counts);
+    if (fast && y && p.rmode == 0 && encode_f32_launch_lean(p, x, y, n, index0, counts, stream)) {
+    } else if (fast && y && p.rmode == 0) fq_nearest_kernel<<<one_wave_blocks<fq_nearest_kernel>(n), 256, 0, stream>>>(p, x, y, n, counts);
     else if (fast) encode_f32_launch_generic<false, true>(p, x, y, codes, n, index0, counts, stream);
     else encode_f32_launch_generic<false, false>(p, x, y, codes, n, index0, counts, stream);
   }

@@ -161,7 +161,7 @@ QS_HD bool fast_bits(const KernelParams& p, float x, uint32_t rnd, float& value_
   return true;
 }
 
-// The element of fake_quant.cu's stochastic values-only kernel (plain formats, p.fast_ok, 1 <= 23 - M <= 22,
+// The elements of fake_quant.cu's values-only kernels, stochastic and nearest (plain formats, p.fast_ok, 1 <= 23 - M <= 22,
 // 2^emin <= max finite < float32's inf): y = x / scale (Dbl: RN32(x * d) in double with d = RN64(1 / scale),
 // equal to RN32(x / scale) for every y it takes, see fake_quant.cu), rounded as fast_bits' stochastic branch does,
 // (2^(23-M) - 1) - (rnd >> (9 + M)) added under the kept bits with y's sign bit in place: no carry reaches it while
@@ -171,11 +171,13 @@ QS_HD bool fast_bits(const KernelParams& p, float x, uint32_t rnd, float& value_
 // and the caller redoes it with encode_bits, which also counts it. For what it takes, encode_bits gives the same
 // value and counts nothing (selftest.cpp, check_bits_against_ref), so it needs no counts and no overflow mode:
 // one range test on twice y's magnitude bits and one zero test on x's bits replace
-// fast_bits' NaN / inf, saturation, subnormal and overflow tests.
+// fast_bits' NaN / inf, saturation, subnormal and overflow tests. near_lean is the same with round to nearest, ties
+// to even (bit s0 = 23 - M of y plus 2^(s0-1) - 1 added under the kept bits), as near_one in fake_quant.cu.
 struct LeanConsts {
   uint32_t addc, keep;  // 2^(23-M) - 1 and its complement
   uint32_t lo2, span2;  // 2 * bits(2^emin), 2 * (bits(max finite) - bits(2^emin)): in range iff 2a - lo2 <= span2
   uint32_t zmask;       // x is a zero the format has iff (bits(x) & zmask) == 0
+  uint32_t s0;          // 23 - M
 };
 QS_HD LeanConsts lean_consts(const KernelParams& p) {
   LeanConsts k;
@@ -184,19 +186,32 @@ QS_HD LeanConsts lean_consts(const KernelParams& p) {
   k.lo2 = p.min_normal_bits << 1;
   k.span2 = (p.max_bits - p.min_normal_bits) << 1;
   k.zmask = p.has_neg_zero ? 0x7fffffffu : 0xffffffffu;
+  k.s0 = 23u - uint32_t(p.M);
   return k;
+}
+// y's bits, and whether the lean elements refuse x.
+template <bool Scaled, bool Dbl>
+QS_HD uint32_t lean_y(const KernelParams& p, const LeanConsts& k, double d, float x, bool& bad) {
+  const float y = Scaled ? (Dbl ? static_cast<float>(static_cast<double>(x) * d) : x / p.scale) : x;
+  const uint32_t u = float_to_bits(y);
+  bad = (u << 1) - k.lo2 > k.span2 && (float_to_bits(x) & k.zmask) != 0u;
+  return u;
 }
 // rs = rnd >> (9 + M).
 template <bool Scaled, bool Dbl>
 QS_HD float stoch_lean(const KernelParams& p, const LeanConsts& k, double d, float x, uint32_t rs, bool& bad) {
-  const float y = Scaled ? (Dbl ? static_cast<float>(static_cast<double>(x) * d) : x / p.scale) : x;
-  const uint32_t u = float_to_bits(y);
-  bad = (u << 1) - k.lo2 > k.span2 && (float_to_bits(x) & k.zmask) != 0u;
+  const uint32_t u = lean_y<Scaled, Dbl>(p, k, d, x, bad);
   const float v = bits_to_float((u + (k.addc - rs)) & k.keep);
   return Scaled ? v * p.scale : v;
 }
+template <bool Scaled, bool Dbl>
+QS_HD float near_lean(const KernelParams& p, const LeanConsts& k, double d, float x, bool& bad) {
+  const uint32_t u = lean_y<Scaled, Dbl>(p, k, d, x, bad);
+  const float v = bits_to_float((u + ((u >> k.s0) & 1u) + (k.addc >> 1)) & k.keep);
+  return Scaled ? v * p.scale : v;
+}
 
-// Whether stoch_lean applies to p (stochastic rounding aside).
+// Whether stoch_lean and near_lean apply to p (the rounding aside).
 QS_HD bool stoch_lean_ok(const KernelParams& p) {
   return p.fast_ok && p.M >= 1 && p.M <= 22 && p.max_bits < 0x7f800000u && p.max_bits >= p.min_normal_bits;
 }

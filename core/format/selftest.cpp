@@ -133,21 +133,23 @@ SelftestCase check_bits_against_ref(const Format& f, const EncodeOptions& opt, f
     BitsCounts one;
     encode_bits(p, inputs[i], rnd, code, v, one);
     cnt.overflow += one.overflow, cnt.underflow += one.underflow, cnt.nan += one.nan;
-    if (p.stochastic && stoch_lean_ok(p)) {  // the CUDA kernel's element, in each form it is compiled in
+    if ((p.stochastic || p.rmode == 0) && stoch_lean_ok(p)) {  // the CUDA kernels' elements, in each compiled form
       const LeanConsts lk = lean_consts(p);
       const uint32_t rs = rnd >> (9u + uint32_t(p.M));
       const double d = 1.0 / double(p.scale);
+      const float x = inputs[i];
       bool bad[3];
-      const float lv[3] = {p.scale != 1.0f ? stoch_lean<true, false>(p, lk, d, inputs[i], rs, bad[0])
-                                           : stoch_lean<false, false>(p, lk, d, inputs[i], rs, bad[0]),
-                           stoch_lean<true, true>(p, lk, d, inputs[i], rs, bad[1]),
-                           stoch_lean<true, false>(p, lk, d, inputs[i], rs, bad[2])};
+      const float lv[3] = {
+          p.stochastic ? (p.scale != 1.0f ? stoch_lean<true, false>(p, lk, d, x, rs, bad[0]) : stoch_lean<false, false>(p, lk, d, x, rs, bad[0]))
+                       : (p.scale != 1.0f ? near_lean<true, false>(p, lk, d, x, bad[0]) : near_lean<false, false>(p, lk, d, x, bad[0])),
+          p.stochastic ? stoch_lean<true, true>(p, lk, d, x, rs, bad[1]) : near_lean<true, true>(p, lk, d, x, bad[1]),
+          p.stochastic ? stoch_lean<true, false>(p, lk, d, x, rs, bad[2]) : near_lean<true, false>(p, lk, d, x, bad[2])};
       for (int k = 0; k < 3; ++k)
         if (!bad[k] && (k != 1 || std::isnormal(p.scale)) &&
             (bits_of(lv[k]) != bits_of(v) || one.overflow || one.underflow || one.nan)) {
           std::ostringstream msg;
           msg.precision(9);
-          msg << "input " << inputs[i] << ": stoch_lean (form " << k << ") value " << lv[k] << ", encode_bits value " << v
+          msg << "input " << inputs[i] << ": " << (p.stochastic ? "stoch_lean" : "near_lean") << " (form " << k << ") value " << lv[k] << ", encode_bits value " << v
               << (one.overflow || one.underflow || one.nan ? " (counted)" : "");
           c.detail = msg.str();
           return c;
