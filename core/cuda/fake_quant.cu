@@ -194,14 +194,15 @@ __global__ void __launch_bounds__(256) fq_nearest_kernel(KernelParams p, const f
   flush_counts(c, counts);
 }
 
-// Values-only stochastic rounding of plain formats (stoch_lean_ok: p.fast_ok, 1 <= 23 - M <= 22, 2^emin <= max
-// finite < inf; no codes; every index of the call in one 2^32 block so that one key serves the whole grid). Each
+// Values-only stochastic rounding, and round to nearest with ties to even (near_lean, same tests; since session 26),
+// of plain formats (stoch_lean_ok: p.fast_ok, 1 <= 23 - M <= 22, 2^emin <= max finite < inf; no codes; for
+// stochastic rounding every index of the call in one 2^32 block so that one key serves the whole grid). Each
 // element goes through stoch_lean (encode_bits.h): one range test and one zero test decide whether it takes the
 // value; what it refuses (NaN, inf, above max finite, a nonzero below 2^emin, -0 without a negative zero) is
 // redone alone with encode_bits, as fake_quant_kernel does it, and counted there. When the call's first index is a
 // multiple of 4 (A4), the hash's first xor-shift is done once per group of four: for lo a multiple of 4 and
-// j < 4, lo + j = lo ^ j and (lo + j) >> 16 = lo >> 16 (H200, ratio to a device copy: 0.853-0.862 over five runs
-// in two calls, 56 registers, 340 M instructions for 268 M values by ncu; the previous kernel, with clip
+// j < 4, lo + j = lo ^ j and (lo + j) >> 16 = lo >> 16 (H200, ratio to a device copy: 0.853-0.862 over nine runs
+// in four calls, 56 registers, 340 M instructions for 268 M values by ncu; the previous kernel, with clip
 // counts and overflow modes in the element: 0.812, 445 M; with __launch_bounds__(256, 5), 48 registers: 0.833-0.837;
 // every block at once instead of one wave: 0.738). Two float4 per thread and iteration (U = 2; four: 0.786
 // against 0.800 on H200, more registers), loaded two iterations ahead (H200, ratio to a device copy: 0.806-0.812
