@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 #include <sstream>
+#include <type_traits>
 
 #include "format/encode_bits.h"
 #include "format/rng.h"
@@ -138,14 +139,16 @@ SelftestCase check_bits_against_ref(const Format& f, const EncodeOptions& opt, f
       const uint32_t rs = rnd >> (9u + uint32_t(p.M));
       const double d = 1.0 / double(p.scale);
       const float x = inputs[i];
+      const auto lean = [&]<bool Scaled, bool Dbl>(std::bool_constant<Scaled>, std::bool_constant<Dbl>, bool& b) {
+        return p.stochastic ? stoch_lean<Scaled, Dbl>(p, lk, d, x, rs, b) : near_lean<Scaled, Dbl>(p, lk, d, x, b);
+      };
+      // Forms: unscaled (the kernel's for scale 1), the double product (for a positive normal scale), the division.
       bool bad[3];
-      const float lv[3] = {
-          p.stochastic ? (p.scale != 1.0f ? stoch_lean<true, false>(p, lk, d, x, rs, bad[0]) : stoch_lean<false, false>(p, lk, d, x, rs, bad[0]))
-                       : (p.scale != 1.0f ? near_lean<true, false>(p, lk, d, x, bad[0]) : near_lean<false, false>(p, lk, d, x, bad[0])),
-          p.stochastic ? stoch_lean<true, true>(p, lk, d, x, rs, bad[1]) : near_lean<true, true>(p, lk, d, x, bad[1]),
-          p.stochastic ? stoch_lean<true, false>(p, lk, d, x, rs, bad[2]) : near_lean<true, false>(p, lk, d, x, bad[2])};
+      const float lv[3] = {lean(std::false_type{}, std::false_type{}, bad[0]), lean(std::true_type{}, std::true_type{}, bad[1]),
+                           lean(std::true_type{}, std::false_type{}, bad[2])};
+      const bool form_used[3] = {p.scale == 1.0f, std::isnormal(p.scale), true};
       for (int k = 0; k < 3; ++k)
-        if (!bad[k] && (k != 1 || std::isnormal(p.scale)) &&
+        if (form_used[k] && !bad[k] &&
             (bits_of(lv[k]) != bits_of(v) || one.overflow || one.underflow || one.nan)) {
           std::ostringstream msg;
           msg.precision(9);
