@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -183,6 +184,34 @@ __device__ __forceinline__ void mma_retire(int (&acc)[R]) {
 // Warpgroup `wg`'s accumulators into the output tile in shared memory (row stride BN + kCsPad words): warp w
 // of the warpgroup holds rows 16 w .. 16 w + 15; acc[4 j .. 4 j + 3] are columns 8 j + 2 t, + 1 of rows g
 // and g + 8 (g = lane / 4, t = lane % 4), as in an m16n8 mma fragment.
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ uint32_t cluster_blocks() {
+  uint32_t n;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(n));
+  return n;
+}
+// Every thread of every block of the cluster: what each wrote before (shared memory included) is visible after.
+__device__ __forceinline__ void cluster_sync_all() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+// 16 bytes at this block's shared address `addr`, read from the same address in cluster block `rank`.
+__device__ __forceinline__ int4 ld_cluster_v4(uint32_t addr, uint32_t rank) {
+  int4 v;
+  asm volatile(
+      "{\n"
+      ".reg .b32 ra;\n"
+      "mapa.shared::cluster.u32 ra, %4, %5;\n"
+      "ld.shared::cluster.v4.s32 {%0, %1, %2, %3}, [ra];\n"
+      "}\n"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "r"(addr), "r"(rank));
+  return v;
+}
+
 template <int BN, int R>
 __device__ __forceinline__ void acc_to_tile(const int (&acc)[R], int32_t* Cs, int wg) {
   const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
@@ -253,6 +282,39 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   __syncthreads();  // every warpgroup's MMAs are done with the ring: it becomes the output tile
   int32_t* Cs = reinterpret_cast<int32_t*>(smem_raw + (sbase - smem_addr(smem_raw)));
   acc_to_tile<C::BN>(acc, Cs, wg);
+  if (gridDim.y > 1 && cluster_blocks() == gridDim.y) {
+    // Split-K in one cluster (the launch made a tile's gridDim.y blocks a cluster): each block's part of the sums
+    // stays in its shared memory, block r of the cluster adds every block's rows of band r (distributed shared
+    // memory) and stores that band, in any output kind: no workspace, no atomics, no memset, no last block.
+    cluster_sync_all();  // every block's part is in its shared memory
+    const int S = int(gridDim.y), r = int(cluster_rank());
+    const int rows = min(C::BM, M - m0), band = (rows + S - 1) / S, b0 = min(rows, r * band), b1 = min(rows, b0 + band);
+    constexpr int kVec = C::BN / 4, kMaxSplits = 8;
+    for (int i = threadIdx.x; i < (b1 - b0) * kVec; i += C::kThreads) {
+      int32_t* p = Cs + (b0 + i / kVec) * (C::BN + kCsPad) + (i % kVec) * 4;
+      int4 v[kMaxSplits];
+#pragma unroll
+      for (int q = 0; q < kMaxSplits; ++q)
+        v[q] = q < S && q != r ? ld_cluster_v4(smem_addr(p), uint32_t(q)) : make_int4(0, 0, 0, 0);
+      // Unsigned: int32 sums wrap as the atomic adds of the other split path do (associative either way).
+      uint4 t = *reinterpret_cast<const uint4*>(p);
+#pragma unroll
+      for (int q = 0; q < kMaxSplits; ++q) {
+        t.x += uint32_t(v[q].x);
+        t.y += uint32_t(v[q].y);
+        t.z += uint32_t(v[q].z);
+        t.w += uint32_t(v[q].w);
+      }
+      *reinterpret_cast<uint4*>(p) = t;
+    }
+    cluster_sync_all();  // the band is summed, and no block reads another's shared memory any more: all may leave
+    if (b1 > b0) {
+      Epi w = e;
+      w.M = m0 + b1;  // the band's rows only
+      drain_tile<O, C::BN, C::kThreads, C::BM>(w, Cs + b0 * (C::BN + kCsPad), m0 + b0, n0);
+    }
+    return;
+  }
   __syncthreads();
   if constexpr (O == kOutF32 || O == kOutF16) {
     if (gridDim.y > 1) {  // split-K: add this block's part, and the tile's last block dequantizes the sum
@@ -541,11 +603,6 @@ __device__ __forceinline__ void tma_load_2d_mc(uint32_t dst, const CUtensorMap* 
       " [%0], [%1, {%2, %3}], [%4], %5;\n"
       ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask) : "memory");
 }
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
 // An arrival on the barrier at offset `bar` of cluster block `target` (this block's own included), if `on`:
 // one asm, predicated inside, because a lane-dependent branch between a wgmma and its wait makes ptxas
 // serialize the MMA pipeline (C7515).
@@ -558,9 +615,6 @@ __device__ __forceinline__ void mbar_arrive_cluster_if(uint32_t bar, uint32_t ta
       "mapa.shared::cluster.u32 ra, %0, %1;\n"
       "@p mbarrier.arrive.shared::cluster.b64 _, [ra];\n"
       "}\n" ::"r"(bar), "r"(target), "r"(on) : "memory");
-}
-__device__ __forceinline__ void cluster_sync_all() {
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 }
 #endif
 
@@ -910,15 +964,56 @@ __global__ void sm90a_probe_kernel(int* out) {
 #endif
 }
 
+// The cp.async kernel's launch: `splits` blocks per tile (gridDim.y), one cluster each when `cluster` is set.
 template <typename C, int O>
-void gemm_int8_wgmma_launch_tile(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int splits, cudaStream_t s) {
-  auto* kernel = gemm_int8_wgmma_kernel<C, O>;
+cudaLaunchConfig_t wgmma_tile_config(cudaLaunchAttribute& attr, long tiles, int splits, bool cluster, cudaStream_t s) {
   static std::once_flag once;
-  std::call_once(once, [&] {
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem), "wgmma kernel attribute");
+  std::call_once(once, [] {
+    check(cudaFuncSetAttribute(gemm_int8_wgmma_kernel<C, O>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem),
+          "wgmma kernel attribute");
   });
+  attr = {};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = 1;
+  attr.val.clusterDim.y = unsigned(splits);
+  attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(unsigned(tiles), unsigned(splits));
+  cfg.blockDim = dim3(C::kThreads);
+  cfg.dynamicSmemBytes = std::size_t(C::kSmem);
+  cfg.stream = s;
+  cfg.attrs = cluster ? &attr : nullptr;
+  cfg.numAttrs = cluster ? 1 : 0;
+  return cfg;
+}
+
+template <typename C, int O>
+void gemm_int8_wgmma_launch_tile(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int splits,
+                                 cudaStream_t s, bool cluster = false) {
+  cudaLaunchAttribute attr;
   const long tiles = long((M + C::BM - 1) / C::BM) * ((N + C::BN - 1) / C::BN);
-  kernel<<<dim3(unsigned(tiles), unsigned(splits)), C::kThreads, C::kSmem, s>>>(A, B, M, K, N, e);
+  const cudaLaunchConfig_t cfg = wgmma_tile_config<C, O>(attr, tiles, splits, cluster, s);
+  check(cudaLaunchKernelEx(&cfg, gemm_int8_wgmma_kernel<C, O>, A, B, M, K, N, e), "wgmma kernel launch");
+}
+
+// How many clusters of `splits` blocks of the cp.async kernel the GPU runs at once (0: none), asked once per size.
+template <typename C, int O>
+int wgmma_split_clusters(int splits) {
+  static std::atomic<int> known[9];  // 1 + the answer; 0: not asked yet
+  if (splits < 2 || splits > 8) return 0;
+  int n = known[splits].load(std::memory_order_relaxed);
+  if (n == 0) {
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = wgmma_tile_config<C, O>(attr, 1, splits, true, nullptr);
+    int got = 0;
+    if (cudaOccupancyMaxActiveClusters(&got, gemm_int8_wgmma_kernel<C, O>, &cfg) != cudaSuccess) {
+      cudaGetLastError();
+      got = 0;
+    }
+    n = 1 + std::max(0, got);
+    known[splits].store(n, std::memory_order_relaxed);
+  }
+  return n - 1;
 }
 
 // A tuning or comparison switch that is on unless the environment sets it to 0 (QS_PP_PLACE, QS_PP_TMA_STORE,
@@ -1203,6 +1298,23 @@ bool gemm_int8_pingpong_out(const int8_t* A, const int8_t* B, int M, int K, int 
 template <typename C>
 void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, int out, int splits, cudaStream_t s) {
   if (splits > 1) {
+    // Up to 8 splits (the portable cluster size), the blocks of a tile as one cluster that adds its parts in
+    // distributed shared memory, when the GPU runs all tiles' clusters at once (or the split count is forced:
+    // QS_WGMMA_SPLITK, for tests). QS_SPLITK_CLUSTER=0 turns it off (A/B timing).
+    const long tiles = long((M + C::BM - 1) / C::BM) * ((N + C::BN - 1) / C::BN);
+    if (!env_off("QS_SPLITK_CLUSTER") && splits <= 8) {
+      const int fit = out == kOutI32   ? wgmma_split_clusters<C, kOutI32>(splits)
+                      : out == kOutF32 ? wgmma_split_clusters<C, kOutF32>(splits)
+                                       : wgmma_split_clusters<C, kOutF16>(splits);
+      if (fit > 0 && (fit >= tiles || std::getenv("QS_WGMMA_SPLITK"))) {
+        switch (out) {
+          case kOutI32: gemm_int8_wgmma_launch_tile<C, kOutI32>(A, B, M, K, N, e, splits, s, true); break;
+          case kOutF32: gemm_int8_wgmma_launch_tile<C, kOutF32>(A, B, M, K, N, e, splits, s, true); break;
+          default: gemm_int8_wgmma_launch_tile<C, kOutF16>(A, B, M, K, N, e, splits, s, true); break;
+        }
+        return;
+      }
+    }
     const std::size_t MN = std::size_t(M) * N;
     if (out == kOutI32) {
       check(cudaMemsetAsync(e.Y, 0, MN * 4, s), "split-K zero");
@@ -1212,8 +1324,7 @@ void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int 
     // The sums and the tiles' arrival counters in the stream's zeroed workspace, which the last block of
     // each tile reads, dequantizes and zeroes again: one launch per call, no allocation or memset (those two
     // host calls made the fused epilogue cost 25.5 instead of 16.0 us at 16 x 4096 x 4096 on H100).
-    const std::size_t tiles = std::size_t((M + C::BM - 1) / C::BM) * std::size_t((N + C::BN - 1) / C::BN);
-    int32_t* ws = splitk_workspace(MN + tiles, s);
+    int32_t* ws = splitk_workspace(MN + std::size_t(tiles), s);
     Epi w = e;
     w.ws = ws;
     w.counters = reinterpret_cast<unsigned*>(ws + MN);
