@@ -43,9 +43,9 @@ void gemm_cases(const std::function<void(const SelftestCase&)>& report) {
       // leaves zeroed is reused by the next call, of this shape and of the others.
       {16, 4096, 520, true, true, false},    {32, 8192, 200, false, true, false},
       {5, 2048, 136, true, false, false},    {16, 4096, 520, false, false, false},
-      // Split-K in clusters (up to 8 splits: 16 x 4096 x 520 above runs 8, 5 x 2048 x 136 runs 4 with an empty
-      // band): 3 splits of 8-row bands, and 8 splits of the largest sums with two rows (six blocks store nothing).
-      {24, 1536, 700, true, true, false},    {2, 4096, 260, true, false, true},
+      // Split-K in clusters (M <= 16 takes the skinny kernel unless QS_GEMM_SKINNY=0): 3 splits of 8-row bands,
+      // and 8 splits of 3-row bands of the largest sums (the last band 2 rows, the last block none).
+      {24, 1536, 700, true, true, false},    {20, 4096, 260, true, false, true},
       // Enough 128 x 256 tiles to fill an H100 (153 >= 132 SMs): the TMA kernel, with tails in M, N and K.
       {1100, 272, 4100, true, true, false},  {1000, 272, 4100, false, true, false},
       // More K slices than the ring holds, with a K tail (1040 = 8 x 128 + 16). With int32 output this runs the
