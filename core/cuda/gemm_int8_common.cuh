@@ -38,14 +38,21 @@ __device__ __forceinline__ float dequant_one(int32_t acc, float sa, float sb, fl
 struct OneScales {
   float sa = 0.0f, sb = 0.0f, b = 0.0f;
 };
+// A read-only float load that the compiler issues where it stands (volatile asm keeps its order among the
+// kernel's other volatile loads), not next to its first use.
+__device__ __forceinline__ float ld_early(const float* p) {
+  float v;
+  asm volatile("ld.global.nc.f32 %0, [%1];\n" : "=f"(v) : "l"(p));
+  return v;
+}
 template <int O>
 __device__ __forceinline__ OneScales load_one_scales(const Epi& e, int row, int col) {
   OneScales s;
   if constexpr (O == kOutF32 || O == kOutF16) {
     if (row < e.M && col < e.N) {
-      s.sa = __ldg(e.sa + std::size_t(row) * e.sa_step);
-      s.sb = __ldg(e.sb + std::size_t(col) * e.sb_step);
-      if (e.bias) s.b = __ldg(e.bias + col);
+      s.sa = ld_early(e.sa + std::size_t(row) * e.sa_step);
+      s.sb = ld_early(e.sb + std::size_t(col) * e.sb_step);
+      if (e.bias) s.b = ld_early(e.bias + col);
     }
   }
   return s;
