@@ -33,47 +33,18 @@ __device__ __forceinline__ float dequant_one(int32_t acc, float sa, float sb, fl
   return __fadd_rn(__fmul_rn(__fmul_rn(__int2float_rn(acc), sa), sb), b);
 }
 
-// The row's and column's scales and the column's bias of one output (unused for int32 out), loaded early by a
-// kernel that wants their latency hidden behind its K loop (the skinny kernel).
-struct OneScales {
-  float sa = 0.0f, sb = 0.0f, b = 0.0f;
-};
-// A read-only float load that the compiler issues where it stands (volatile asm keeps its order among the
-// kernel's other volatile loads), not next to its first use.
-__device__ __forceinline__ float ld_early(const float* p) {
-  float v;
-  asm volatile("ld.global.nc.f32 %0, [%1];\n" : "=f"(v) : "l"(p));
-  return v;
-}
 template <int O>
-__device__ __forceinline__ OneScales load_one_scales(const Epi& e, int row, int col) {
-  OneScales s;
-  if constexpr (O == kOutF32 || O == kOutF16) {
-    if (row < e.M && col < e.N) {
-      s.sa = ld_early(e.sa + std::size_t(row) * e.sa_step);
-      s.sb = ld_early(e.sb + std::size_t(col) * e.sb_step);
-      if (e.bias) s.b = ld_early(e.bias + col);
-    }
-  }
-  return s;
-}
-
-template <int O>
-__device__ __forceinline__ void store_one(const Epi& e, int row, int col, int32_t acc, const OneScales& s) {
+__device__ __forceinline__ void store_one(const Epi& e, int row, int col, int32_t acc) {
   if (row >= e.M || col >= e.N) return;
   const std::size_t at = std::size_t(row) * e.N + col;
   if constexpr (O == kOutI32) {
     static_cast<int32_t*>(e.Y)[at] = acc;
   } else {
-    const float y = dequant_one(acc, s.sa, s.sb, s.b);
+    const float b = e.bias ? e.bias[col] : 0.0f;
+    const float y = dequant_one(acc, e.sa[row * e.sa_step], e.sb[col * e.sb_step], b);
     if constexpr (O == kOutF32) static_cast<float*>(e.Y)[at] = y;
     else static_cast<__half*>(e.Y)[at] = __float2half_rn(y);
   }
-}
-
-template <int O>
-__device__ __forceinline__ void store_one(const Epi& e, int row, int col, int32_t acc) {
-  store_one<O>(e, row, col, acc, load_one_scales<O>(e, row, col));
 }
 
 // Four neighbouring outputs of row-major Y from element `at` on, in one store (16-byte aligned; float16: 8-byte):

@@ -1406,9 +1406,11 @@ void gemm_int8_wgmma_launch(const int8_t* A, const int8_t* B, int M, int K, int 
   bool wide = long((M + 127) / 128) * ((N + 255) / 256) >= sms;
   if (force && std::strcmp(force, "128x256") == 0) wide = true;
   else if (force && std::strcmp(force, "128x128") == 0) wide = false;
-  // Split-K where the tiles leave most of the GPU idle (decode shapes: 16 x 4096 x 4096 has 32 tiles of
-  // 128 x 128 for 132 SMs of two blocks each): as many splits as fill the block slots once, each split at
-  // least 8 slices of K. QS_WGMMA_SPLITK=n forces n (1: off).
+  // Split-K where the tiles leave most of the GPU idle (decode shapes: 32 x 8192 x 4096 has 32 tiles of
+  // 128 x 128 for 132 SMs of two blocks each; M <= 16 goes to the skinny kernel before this, unless
+  // QS_GEMM_SKINNY=0): as many splits as fill the block slots once, each split at least 8 slices of K, and
+  // gemm_int8_wgmma_launch_splits may take fewer so that a tile's blocks run as one cluster. QS_WGMMA_SPLITK=n
+  // forces n (1: off).
   const long tiles = wide ? long((M + 127) / 128) * ((N + 255) / 256) : long((M + 127) / 128) * ((N + 127) / 128);
   const int slots = sms * (wide ? WgWide::kMinBlocks : WgTwin::kMinBlocks);
   const int slices = (K + (wide ? WgWide::BK : WgTwin::BK) - 1) / (wide ? WgWide::BK : WgTwin::BK);
