@@ -181,9 +181,6 @@ __device__ __forceinline__ void mma_retire(int (&acc)[R]) {
   for (int i = 0; i < R; ++i) fence_operand(acc[i]);
 }
 
-// Warpgroup `wg`'s accumulators into the output tile in shared memory (row stride BN + kCsPad words): warp w
-// of the warpgroup holds rows 16 w .. 16 w + 15; acc[4 j .. 4 j + 3] are columns 8 j + 2 t, + 1 of rows g
-// and g + 8 (g = lane / 4, t = lane % 4), as in an m16n8 mma fragment.
 __device__ __forceinline__ uint32_t cluster_rank() {
   uint32_t r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
@@ -212,6 +209,9 @@ __device__ __forceinline__ int4 ld_cluster_v4(uint32_t addr, uint32_t rank) {
   return v;
 }
 
+// Warpgroup `wg`'s accumulators into the output tile in shared memory (row stride BN + kCsPad words): warp w
+// of the warpgroup holds rows 16 w .. 16 w + 15; acc[4 j .. 4 j + 3] are columns 8 j + 2 t, + 1 of rows g
+// and g + 8 (g = lane / 4, t = lane % 4), as in an m16n8 mma fragment.
 template <int BN, int R>
 __device__ __forceinline__ void acc_to_tile(const int (&acc)[R], int32_t* Cs, int wg) {
   const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
