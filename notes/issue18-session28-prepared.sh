@@ -7,7 +7,7 @@
 #     both kernels at K = 8192 and their SASS (main loop: diff the two listings between the first and last WGMMA).
 #  2. The skinny kernel at 16 x 4096 x 4096: float32 out +3.1 % back to back, within 1 % under ncu with its caches
 #     flushed. ncu again with --cache-control none after 20 warm launches of the same kernel.
-# About 4 minutes on nvidia-h200, carry [".deps"]. From the repository root:
+# About 5 minutes on nvidia-h200, carry [".deps"]. From the repository root:
 #   (device) timeout 400 bash notes/issue18-session28-prepared.sh      (one archive comes back)
 set -u
 export PATH=/usr/local/cuda/bin:$PWD/.deps/bin:$PATH LD_LIBRARY_PATH=$PWD/.deps/lib
@@ -20,6 +20,11 @@ rc=$?; echo "build rc $rc $(el)"
 [ $rc = 0 ] || { grep -m5 -B2 -A5 error $R/build.log; tar -czf $OUT/r.tgz -C $OUT r; exit 1; }
 cli=build-gpu/quantscope-cli
 ncu=$(ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+# 0. The CUDA self-test: since session 27 every GEMM case also asserts that its call noted its plan
+#    (gemm_int8_take_plan, landed without a GPU run).
+timeout 100 $cli selftest --backend cuda > $R/selftest.log 2>&1; rc=$?
+echo "selftest: rc $rc, $(grep -E 'passed,' $R/selftest.log | tail -1)"; grep "^FAIL" $R/selftest.log | head -5
+el
 # 1a. The gap against K at M = 32 (MxKxN), back to back and per call, two rounds.
 g() { env "$@" $cli bench gemm --backend cuda --shape 32x4096x4096 --shape 32x8192x4096 --shape 32x16384x4096 --kernels int8-cublaslt,int8-wgmma,int8-wgmma-dq; }
 for i in 1 2; do
@@ -28,6 +33,7 @@ for i in 1 2; do
     echo "round $i $m: $(awk -F, '$2=="int8-wgmma"{w[$5]=$7} $2=="int8-wgmma-dq"{d[$5]=$7} $2=="int8-cublaslt"{c[$5]=$7} END{for(k in w) printf "K=%s wg %.4f dq %.4f lt %.4f wg/lt %.3f dq-wg %.2f us; ",k,w[k],d[k],c[k],c[k]/w[k],(d[k]-w[k])*1000}' $R/k_${m}_$i.csv)"
   done
 done | tee $R/k.txt
+grep -hE "^#   int8-[a-z0-9-]+ [0-9x]+: (the |wgmma|mma|dp4a)" $R/k_pc_1.log | sort -u   # which path each row ran
 el
 # 1b. ncu on both split-K kernels at 32 x 8192 x 4096 (two launches each), and their SASS.
 for k in int8-wgmma int8-wgmma-dq; do before 200 || break

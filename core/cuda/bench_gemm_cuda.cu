@@ -357,7 +357,9 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
         check(cudaMemset(dC.ptr, 0x5a, MN * 4), "memset");
         check(cudaMemset(dY.ptr, 0xff, MN * 4), "memset");
         check(cudaMemset(dY16.ptr, 0xff, MN * 2), "memset");
+        gemm_int8_take_plan();  // forget any earlier launch's: what this kernel's call runs is noted below
         fn();
+        if (const std::string plan = gemm_int8_take_plan(); !plan.empty()) note(name + " " + dims + ": " + plan);
         check(cudaDeviceSynchronize(), name.c_str());
         row.max_abs_err_vs_ref = chk(name);
       } catch (const std::exception& e) {

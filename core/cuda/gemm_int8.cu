@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 
 #include "cuda/cuda_util.cuh"
 #include "cuda/device.h"
@@ -24,6 +25,25 @@ int detail::sm_count() {
     return v;
   }();
   return n;
+}
+
+namespace {
+thread_local const char* plan_what = nullptr;  // the calling thread's last launch (note_plan)
+thread_local int plan_splits = 0;
+}  // namespace
+
+void detail::note_plan(const char* what, int splits) {
+  plan_what = what;
+  plan_splits = splits;
+}
+
+std::string gemm_int8_take_plan() {
+  if (!plan_what) return "";
+  std::string s = plan_what;
+  if (plan_splits > 0) s += ", " + std::to_string(plan_splits) + " blocks per tile";
+  plan_what = nullptr;
+  plan_splits = 0;
+  return s;
 }
 
 using detail::check;
@@ -335,11 +355,20 @@ bool skinny_enabled() {
 
 template <int O>
 void gemm_int8_launch(GemmKernel k, const int8_t* A, const int8_t* B, int M, int K, int N, const Epi& e, cudaStream_t s) {
-  if (k != GemmKernel::Dp4a && M <= kSkinnyMaxM && skinny_enabled()) return gemm_int8_skinny_launch<O>(A, B, M, K, N, e, s);
+  if (k != GemmKernel::Dp4a && M <= kSkinnyMaxM && skinny_enabled()) {
+    detail::note_plan("the skinny mma.sync kernel (M <= 16)");
+    return gemm_int8_skinny_launch<O>(A, B, M, K, N, e, s);
+  }
   switch (k) {
-    case GemmKernel::Wgmma: detail::gemm_int8_wgmma_launch(A, B, M, K, N, e, O, s); break;
-    case GemmKernel::Mma: gemm_int8_mma_launch<O>(A, B, M, K, N, e, s); break;
-    default: gemm_int8_dp4a_launch<O>(A, B, M, K, N, e, s); break;
+    case GemmKernel::Wgmma: detail::gemm_int8_wgmma_launch(A, B, M, K, N, e, O, s); break;  // notes its own path
+    case GemmKernel::Mma:
+      detail::note_plan("mma.sync tiles");
+      gemm_int8_mma_launch<O>(A, B, M, K, N, e, s);
+      break;
+    default:
+      detail::note_plan("dp4a tiles");
+      gemm_int8_dp4a_launch<O>(A, B, M, K, N, e, s);
+      break;
   }
 }
 

@@ -56,6 +56,12 @@ struct GemmEpilogueDev {
 GemmKernel gemm_int8_device(const int8_t* A, const int8_t* B, int M, int K, int N, const GemmEpilogueDev& ep,
                             GemmOut out, void* Y, GemmKernel want, void* stream = nullptr);
 
+// What the calling thread's last gemm_int8_device / gemm_int8_cuda call ran, e.g. "the skinny mma.sync kernel
+// (M <= 16)" or "wgmma split-K in clusters, 7 blocks per tile", and forgets it ("" when nothing ran since the last
+// take). `bench gemm --backend cuda` notes it for every int8 row, since the kernel name alone does not say which
+// of a kernel's paths a shape takes.
+std::string gemm_int8_take_plan();
+
 // The epilogue's operands on the host, as in the CPU's Dequant: scale_a 1 or M values, scale_b 1 or N,
 // bias 0 or N.
 struct GemmEpilogueHost {

@@ -154,6 +154,10 @@ __device__ __forceinline__ void cp_async_wait() {
 // The device's SM count (device 0), queried once (gemm_int8.cu).
 int sm_count();
 
+// Records what this launch runs for gemm_int8_take_plan (gemm_int8.cu): a static description, and for split-K
+// the blocks per tile (0: none).
+void note_plan(const char* what, int splits = 0);
+
 // The sm_90a kernel (gemm_int8_sm90.cu): whether this binary carries it for the current device (a probe
 // kernel reports whether it was compiled with sm_90a features), and its launcher.
 bool wgmma_compiled_for_device();

@@ -1316,6 +1316,7 @@ void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int 
       if (!std::getenv("QS_WGMMA_SPLITK"))
         while (n > 1 && fit(n) < tiles) --n;
       if (n > 1 && fit(n) > 0) {
+        note_plan("wgmma split-K in clusters", n);
         switch (out) {
           case kOutI32: gemm_int8_wgmma_launch_tile<C, kOutI32>(A, B, M, K, N, e, n, s, true); break;
           case kOutF32: gemm_int8_wgmma_launch_tile<C, kOutF32>(A, B, M, K, N, e, n, s, true); break;
@@ -1324,6 +1325,7 @@ void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int 
         return;
       }
     }
+    note_plan("wgmma split-K, atomic adds", splits);
     const std::size_t MN = std::size_t(M) * N;
     if (out == kOutI32) {
       check(cudaMemsetAsync(e.Y, 0, MN * 4, s), "split-K zero");
@@ -1358,16 +1360,17 @@ void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int 
         const char* cl = std::getenv("QS_WGMMA_CLUSTER");  // tile rows x tile columns per cluster (tuning)
         done = cl && std::strcmp(cl, "2x2") == 0 ? gemm_int8_pingpong_out<2, 2>(A, B, M, K, N, e, out, s)
                                                  : gemm_int8_pingpong_out<2, 1>(A, B, M, K, N, e, out, s);
-        if (done) return;
+        if (done) return note_plan("the wgmma ping-pong kernel (persistent, TMA)");
       }
       switch (out) {
         case kOutI32: done = gemm_int8_wgmma_tma_tiles<kOutI32>(A, B, M, K, N, e, s); break;
         case kOutF32: done = gemm_int8_wgmma_tma_tiles<kOutF32>(A, B, M, K, N, e, s); break;
         default: done = gemm_int8_wgmma_tma_tiles<kOutF16>(A, B, M, K, N, e, s); break;
       }
-      if (done) return;
+      if (done) return note_plan("wgmma TMA tiles, a block per tile");
     }
   }
+  note_plan("wgmma cp.async tiles");
   switch (out) {
     case kOutI32: gemm_int8_wgmma_launch_tile<C, kOutI32>(A, B, M, K, N, e, 1, s); break;
     case kOutF32: gemm_int8_wgmma_launch_tile<C, kOutF32>(A, B, M, K, N, e, 1, s); break;

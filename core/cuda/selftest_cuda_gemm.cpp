@@ -107,6 +107,11 @@ void gemm_cases(const std::function<void(const SelftestCase&)>& report) {
           const std::size_t n = std::size_t(M) * N;
           std::vector<uint32_t> Y(n, 0x5a5a5a5au);
           cuda::gemm_int8_cuda(A.data(), B.data(), M, K, N, ep, out, Y.data(), want);
+          // Every call notes what it ran, once (bench gemm prints it).
+          if (cuda::gemm_int8_take_plan().empty() || !cuda::gemm_int8_take_plan().empty()) {
+            t.passed = false;
+            t.detail = "the call noted no plan, or noted it twice";
+          }
           for (std::size_t i = 0; i < n && t.passed; ++i) {
             uint32_t want_bits;
             if (out == cuda::GemmOut::I32) std::memcpy(&want_bits, &C_ref[i], 4);
