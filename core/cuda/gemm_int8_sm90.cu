@@ -1312,10 +1312,8 @@ void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int 
                : out == kOutF32 ? wgmma_split_clusters<C, kOutF32>(n)
                                 : wgmma_split_clusters<C, kOutF16>(n);
       };
-      int n = splits;
-      if (!std::getenv("QS_WGMMA_SPLITK"))
-        while (n > 1 && fit(n) < tiles) --n;
-      if (n > 1 && fit(n) > 0) {
+      const int n = split_cluster_blocks(splits, tiles, std::getenv("QS_WGMMA_SPLITK") != nullptr, fit);
+      if (n > 0) {
         note_plan("wgmma split-K in clusters", n);
         switch (out) {
           case kOutI32: gemm_int8_wgmma_launch_tile<C, kOutI32>(A, B, M, K, N, e, n, s, true); break;

@@ -1,7 +1,8 @@
 // places_by_gpc (core/cuda/cluster_places.h): the ping-pong GEMM kernel's clusters numbered so that the
 // clusters of one GPC start in one row of the tile order. Always a permutation (the kernel's correctness
 // rests on it: every unit is computed by exactly one cluster); on the H100's layout, as the probe launches
-// measured it (session 17), every GPC gets a row of its own.
+// measured it (session 17), every GPC gets a row of its own. split_cluster_blocks: the blocks per tile of split-K
+// in clusters.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -102,6 +103,48 @@ TEST(ClusterPlaces, OneRowOrNoOrderIsTheIdentityOrAPermutation) {
     std::sort(p.begin(), p.end());
     EXPECT_EQ(p.back() - p.front() + 1, int(p.size())) << "GPC " << g << " not consecutive";
   }
+}
+
+// split_cluster_blocks: the split-K cluster size. fit(n) as cudaOccupancyMaxActiveClusters gave it on the H200 for
+// the cp.async kernel (256 threads, 96.5 KiB; session 27): 264, 132, 79, 62, 47, 39, 32, 30 clusters of 1 .. 8.
+int h200_fit(int n) {
+  static const int fit[9] = {0, 264, 132, 79, 62, 47, 39, 32, 30};
+  return n >= 1 && n <= 8 ? fit[n] : 0;
+}
+
+TEST(SplitClusterBlocks, TheMostSplitsWhoseClustersAllRunAtOnce) {
+  using qs::cuda::split_cluster_blocks;
+  // 32 x 8192 x 4096: 32 tiles, the rule asks 8; 30 clusters of 8 fit, 32 of 7.
+  EXPECT_EQ(split_cluster_blocks(8, 32, false, h200_fit), 7);
+  EXPECT_EQ(split_cluster_blocks(8, 30, false, h200_fit), 8);
+  EXPECT_EQ(split_cluster_blocks(8, 3, false, h200_fit), 8);
+  EXPECT_EQ(split_cluster_blocks(3, 79, false, h200_fit), 3);
+  EXPECT_EQ(split_cluster_blocks(3, 80, false, h200_fit), 2);
+  // Never more than asked, and no cluster where not even two blocks per tile fit: the atomic path.
+  EXPECT_EQ(split_cluster_blocks(2, 132, false, h200_fit), 2);
+  EXPECT_EQ(split_cluster_blocks(2, 133, false, h200_fit), 0);
+  // Each answer's clusters all run at once, and one more split would not.
+  for (int splits = 2; splits <= 8; ++splits)
+    for (long tiles = 1; tiles <= 300; ++tiles) {
+      const int n = split_cluster_blocks(splits, tiles, false, h200_fit);
+      ASSERT_TRUE(n == 0 || (n >= 2 && n <= splits && h200_fit(n) >= tiles)) << splits << " " << tiles;
+      if (n > 0 && n < splits) EXPECT_LT(h200_fit(n + 1), tiles) << splits << " " << tiles;
+      if (n == 0) EXPECT_LT(h200_fit(2), tiles) << splits << " " << tiles;
+    }
+}
+
+TEST(SplitClusterBlocks, ForcedCountsAndLimits) {
+  using qs::cuda::split_cluster_blocks;
+  // A forced count runs as it is, in waves, when its clusters fit at all.
+  EXPECT_EQ(split_cluster_blocks(8, 32, true, h200_fit), 8);
+  EXPECT_EQ(split_cluster_blocks(4, 1000, true, h200_fit), 4);
+  EXPECT_EQ(split_cluster_blocks(7, 5, true, [](int) { return 0; }), 0);
+  // Beyond the portable cluster size, below two splits, or a GPU that runs no cluster: the atomic path.
+  EXPECT_EQ(split_cluster_blocks(9, 1, false, h200_fit), 0);
+  EXPECT_EQ(split_cluster_blocks(16, 1, true, h200_fit), 0);
+  EXPECT_EQ(split_cluster_blocks(1, 1, false, h200_fit), 0);
+  EXPECT_EQ(split_cluster_blocks(0, 1, true, h200_fit), 0);
+  EXPECT_EQ(split_cluster_blocks(8, 1, false, [](int) { return 0; }), 0);
 }
 
 }  // namespace
