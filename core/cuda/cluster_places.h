@@ -20,9 +20,10 @@ std::vector<int> places_by_gpc(const std::vector<int>& gpc_of_cluster, int group
 // (0: none). The most splits, at most `splits`, whose clusters all run at once; a `forced` count (QS_WGMMA_SPLITK)
 // as it is, in waves, if its clusters fit at all. 0: no cluster (the atomic path), also for more than 8 splits
 // (the portable cluster size) and for fewer than 2.
+inline constexpr int kSplitClusterMax = 8;  // the portable cluster size: the kernel sums at most this many parts
 template <typename Fit>
 int split_cluster_blocks(int splits, long tiles, bool forced, Fit fit) {
-  if (splits < 2 || splits > 8) return 0;
+  if (splits < 2 || splits > kSplitClusterMax) return 0;
   int n = splits;
   if (!forced)
     while (n > 1 && fit(n) < tiles) --n;

@@ -291,7 +291,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     cluster_sync_all();  // every block's part is in its shared memory
     const int S = int(gridDim.y), r = int(cluster_rank());
     const int rows = min(C::BM, M - m0), band = (rows + S - 1) / S, b0 = min(rows, r * band), b1 = min(rows, b0 + band);
-    constexpr int kVec = C::BN / 4, kMaxSplits = 8;
+    constexpr int kVec = C::BN / 4, kMaxSplits = kSplitClusterMax;
     for (int i = threadIdx.x; i < (b1 - b0) * kVec; i += C::kThreads) {
       int32_t* p = Cs + (b0 + i / kVec) * (C::BN + kCsPad) + (i % kVec) * 4;
       int4 v[kMaxSplits];
@@ -1001,8 +1001,8 @@ void gemm_int8_wgmma_launch_tile(const int8_t* A, const int8_t* B, int M, int K,
 // How many clusters of `splits` blocks of the cp.async kernel the GPU runs at once (0: none), asked once per size.
 template <typename C, int O>
 int wgmma_split_clusters(int splits) {
-  static std::atomic<int> known[9];  // 1 + the answer; 0: not asked yet
-  if (splits < 2 || splits > 8) return 0;
+  static std::atomic<int> known[kSplitClusterMax + 1];  // 1 + the answer; 0: not asked yet
+  if (splits < 2 || splits > kSplitClusterMax) return 0;
   int n = known[splits].load(std::memory_order_relaxed);
   if (n == 0) {
     cudaLaunchAttribute attr;
@@ -1306,7 +1306,7 @@ void gemm_int8_wgmma_launch_splits(const int8_t* A, const int8_t* B, int M, int 
     // 17.2 us with 8 splits that add atomically, 16.7 against 21.3 us for float32). A split count forced by
     // QS_WGMMA_SPLITK (tests) runs in clusters as it is, in waves. QS_SPLITK_CLUSTER=0 turns clusters off.
     const long tiles = long((M + C::BM - 1) / C::BM) * ((N + C::BN - 1) / C::BN);
-    if (!env_off("QS_SPLITK_CLUSTER") && splits <= 8) {
+    if (!env_off("QS_SPLITK_CLUSTER")) {
       auto fit = [out](int n) {
         return out == kOutI32   ? wgmma_split_clusters<C, kOutI32>(n)
                : out == kOutF32 ? wgmma_split_clusters<C, kOutF32>(n)
