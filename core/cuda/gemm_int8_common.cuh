@@ -72,8 +72,46 @@ __device__ __forceinline__ void store_four(const Epi& e, std::size_t at, int4 v,
 // are loaded once, and every row leaves as 16-byte (float16: 8-byte) stores that a warp coalesces.
 constexpr int kCsPad = 8;
 
+// The scales one thread of drain_tile<O, BN, NT, ROWS> needs (float outputs): those of its four columns (gc on,
+// `valid` of them) and the row scale of each of its passes (rows r0, r0 + kRowStep, ... from m0, clamped to M).
+template <int O, int kPasses, int kRowStep>
+__device__ __forceinline__ void drain_load_scales(const Epi& e, int gc, int valid, int gr0, float (&sb)[4],
+                                                  float (&bb)[4], float (&sa)[kPasses]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    if (i < valid) {
+      sb[i] = __ldg(e.sb + std::size_t(gc + i) * e.sb_step);
+      if (e.bias) bb[i] = __ldg(e.bias + gc + i);
+    }
+#pragma unroll
+  for (int p = 0; p < kPasses; ++p) {
+    const int gr = min(gr0 + p * kRowStep, e.M - 1);
+    sa[p] = __ldg(e.sa + std::size_t(gr) * e.sa_step);
+  }
+}
+
+// Those scales loaded ahead of drain_tile (drain_scales), so that a kernel can issue the loads early, before a
+// barrier, and their latency passes under it.
 template <int O, int BN, int NT, int ROWS>
-__device__ __forceinline__ void drain_tile(const Epi& e, const int32_t* Cs, int m0, int n0) {
+struct DrainScales {
+  static constexpr int kPerRow = BN / 4, kRowStep = NT / kPerRow, kPasses = ROWS / kRowStep;
+  float sb[4] = {0.0f, 0.0f, 0.0f, 0.0f}, bb[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sa[kPasses];
+};
+
+template <int O, int BN, int NT, int ROWS>
+__device__ __forceinline__ DrainScales<O, BN, NT, ROWS> drain_scales(const Epi& e, int m0, int n0) {
+  using S = DrainScales<O, BN, NT, ROWS>;
+  S s;
+  const int gc = n0 + (threadIdx.x % S::kPerRow) * 4, r0 = threadIdx.x / S::kPerRow;
+  if constexpr (O == kOutF32 || O == kOutF16)
+    if (gc < e.N) drain_load_scales<O, S::kPasses, S::kRowStep>(e, gc, min(4, e.N - gc), m0 + r0, s.sb, s.bb, s.sa);
+  return s;
+}
+
+// pre: the scales from drain_scales<O, BN, NT, ROWS>(e, m0, n0), or nullptr to load them here.
+template <int O, int BN, int NT, int ROWS>
+__device__ __forceinline__ void drain_tile(const Epi& e, const int32_t* Cs, int m0, int n0,
+                                           const DrainScales<O, BN, NT, ROWS>* pre = nullptr) {
   static_assert(NT % (BN / 4) == 0 && ROWS % (NT / (BN / 4)) == 0, "whole rows per pass");
   constexpr int kPerRow = BN / 4, kRowStep = NT / kPerRow, kPasses = ROWS / kRowStep;
   const int c4 = (threadIdx.x % kPerRow) * 4, gc = n0 + c4, r0 = threadIdx.x / kPerRow;
@@ -83,16 +121,13 @@ __device__ __forceinline__ void drain_tile(const Epi& e, const int32_t* Cs, int 
   float sb[4] = {0.0f, 0.0f, 0.0f, 0.0f}, bb[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sa[kPasses];
   if constexpr (O == kOutF32 || O == kOutF16) {
     // Every scale this thread needs, loaded up front: none of them waits behind a store.
+    if (pre) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      if (i < valid) {
-        sb[i] = __ldg(e.sb + std::size_t(gc + i) * e.sb_step);
-        if (e.bias) bb[i] = __ldg(e.bias + gc + i);
-      }
+      for (int i = 0; i < 4; ++i) sb[i] = pre->sb[i], bb[i] = pre->bb[i];
 #pragma unroll
-    for (int p = 0; p < kPasses; ++p) {
-      const int gr = min(m0 + r0 + p * kRowStep, e.M - 1);
-      sa[p] = __ldg(e.sa + std::size_t(gr) * e.sa_step);
+      for (int p = 0; p < kPasses; ++p) sa[p] = pre->sa[p];
+    } else {
+      drain_load_scales<O, kPasses, kRowStep>(e, gc, valid, m0 + r0, sb, bb, sa);
     }
   }
 #pragma unroll

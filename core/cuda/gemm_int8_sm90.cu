@@ -244,26 +244,51 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   const int kt0 = int(long(KT_all) * blockIdx.y / gridDim.y);
   const int KT = int(long(KT_all) * (blockIdx.y + 1) / gridDim.y) - kt0;
 
-  auto load_slice = [&](int kt, int slot) {
-    const int k0 = (kt0 + kt) * BK;
+  // Each thread copies the same 16-byte column chunk of the same rows in every slice, and the slices are loaded in
+  // order: so its source addresses are worked out once and then only step on by BK bytes a slice (loop-carried, so
+  // the compiler cannot recompute them inside the loop: with the addresses recomputed from the row index each
+  // slice, the float32 kernel's loop carried 16 more instructions than the int32 one's).
+  constexpr int kItA = C::BM * kChunks / C::kThreads, kItB = C::BN * kChunks / C::kThreads;
+  constexpr int kRowStep = C::kThreads / kChunks;
+  static_assert(C::kThreads % kChunks == 0, "a thread's chunk column is the same in every pass");
+  const int c_ld = threadIdx.x % kChunks, r_ld = threadIdx.x / kChunks;
+  const int8_t* srcA[kItA];
+  const int8_t* srcB[kItB];
+  bool inA[kItA], inB[kItB];
+  int k_left = K - (kt0 * BK + 16 * c_ld);  // bytes of K from this thread's chunk of the next slice on
+#pragma unroll
+  for (int it = 0; it < kItA; ++it) {
+    const int gr = m0 + r_ld + it * kRowStep;
+    inA[it] = gr < M;
+    srcA[it] = A + (inA[it] ? std::size_t(gr) * K : 0) + (kt0 * BK + 16 * c_ld);
+  }
+#pragma unroll
+  for (int it = 0; it < kItB; ++it) {
+    const int gr = n0 + r_ld + it * kRowStep;
+    inB[it] = gr < N;
+    srcB[it] = B + (inB[it] ? std::size_t(gr) * K : 0) + (kt0 * BK + 16 * c_ld);
+  }
+  auto load_next_slice = [&](int slot) {
+    const bool kin = k_left > 0;  // K % 16 == 0: a chunk is all inside or all outside
     const uint32_t sA = sbase + slot * C::kStageBytes, sB = sA + C::kABytes;
 #pragma unroll
-    for (int it = 0; it < C::BM * kChunks / C::kThreads; ++it) {
-      const int i = threadIdx.x + it * C::kThreads, r = i / kChunks, c = i % kChunks, gr = m0 + r, gk = k0 + 16 * c;
-      const bool v = gr < M && gk < K;  // K % 16 == 0: a chunk is all inside or all outside
-      cp_async16(sA + swz<BK>(r, c), v ? A + std::size_t(gr) * K + gk : A, v);
+    for (int it = 0; it < kItA; ++it) {
+      const bool v = inA[it] && kin;
+      cp_async16(sA + swz<BK>(r_ld + it * kRowStep, c_ld), v ? srcA[it] : A, v);
+      srcA[it] += BK;
     }
 #pragma unroll
-    for (int it = 0; it < C::BN * kChunks / C::kThreads; ++it) {
-      const int i = threadIdx.x + it * C::kThreads, r = i / kChunks, c = i % kChunks, gr = n0 + r, gk = k0 + 16 * c;
-      const bool v = gr < N && gk < K;
-      cp_async16(sB + swz<BK>(r, c), v ? B + std::size_t(gr) * K + gk : B, v);
+    for (int it = 0; it < kItB; ++it) {
+      const bool v = inB[it] && kin;
+      cp_async16(sB + swz<BK>(r_ld + it * kRowStep, c_ld), v ? srcB[it] : B, v);
+      srcB[it] += BK;
     }
+    k_left -= BK;
   };
 
 #pragma unroll
   for (int s = 0; s < C::kAhead; ++s) {
-    if (s < KT) load_slice(s, s);
+    if (s < KT) load_next_slice(s);
     cp_async_commit();
   }
   int acc[C::kAccRegs];
@@ -273,24 +298,33 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     cp_async_wait<C::kAhead - 1>();  // slice kt has landed (this thread's chunks) ...
     fence_proxy_async();             // ... is visible to the tensor cores ...
     __syncthreads();                 // ... for everyone's chunks; MMAs of slice kt - 2 are done in both warpgroups
-    if (kt + C::kAhead < KT) load_slice(kt + C::kAhead, (kt + C::kAhead) % C::kStages);
+    if (kt + C::kAhead < KT) load_next_slice((kt + C::kAhead) % C::kStages);
     cp_async_commit();
     const uint32_t sA = sbase + (kt % C::kStages) * C::kStageBytes + wg * 64 * BK;
     const uint32_t sB = sbase + (kt % C::kStages) * C::kStageBytes + C::kABytes;
     mma_slice<BK>(acc, sA, sB);  // this slice's MMAs stay in flight while the next slice is awaited
   }
+  // Split-K in one cluster (the launch made a tile's gridDim.y blocks a cluster): block r of the cluster stores row
+  // band r of the tile. The scales of its band are loaded now, so that their latency passes under the retiring
+  // MMAs and the cluster barriers instead of following them (a band holds at most half the tile: S >= 2).
+  const bool in_cluster = gridDim.y > 1 && cluster_blocks() == gridDim.y;
+  const int S = int(gridDim.y), r = in_cluster ? int(cluster_rank()) : 0;
+  const int rows = min(C::BM, M - m0), band = (rows + S - 1) / S, b0 = min(rows, r * band), b1 = min(rows, b0 + band);
+  constexpr int kBandRows = C::BM / 2;
+  Epi w = e;
+  w.M = m0 + b1;  // the band's rows only
+  DrainScales<O, C::BN, C::kThreads, kBandRows> band_scales;
+  if (in_cluster && b1 > b0) band_scales = drain_scales<O, C::BN, C::kThreads, kBandRows>(w, m0 + b0, n0);
   mma_retire(acc);
   cp_async_wait<0>();
   __syncthreads();  // every warpgroup's MMAs are done with the ring: it becomes the output tile
   int32_t* Cs = reinterpret_cast<int32_t*>(smem_raw + (sbase - smem_addr(smem_raw)));
   acc_to_tile<C::BN>(acc, Cs, wg);
-  if (gridDim.y > 1 && cluster_blocks() == gridDim.y) {
-    // Split-K in one cluster (the launch made a tile's gridDim.y blocks a cluster): each block's part of the sums
-    // stays in its shared memory, block r of the cluster adds every block's rows of band r (distributed shared
-    // memory) and stores that band, in any output kind: no workspace, no atomics, no memset, no last block.
+  if (in_cluster) {
+    // Each block's part of the sums stays in its shared memory, block r adds every block's rows of band r
+    // (distributed shared memory) and stores that band, in any output kind: no workspace, no atomics, no memset,
+    // no last block.
     cluster_sync_all();  // every block's part is in its shared memory
-    const int S = int(gridDim.y), r = int(cluster_rank());
-    const int rows = min(C::BM, M - m0), band = (rows + S - 1) / S, b0 = min(rows, r * band), b1 = min(rows, b0 + band);
     constexpr int kVec = C::BN / 4, kMaxSplits = kSplitClusterMax;
     for (int i = threadIdx.x; i < (b1 - b0) * kVec; i += C::kThreads) {
       int32_t* p = Cs + (b0 + i / kVec) * (C::BN + kCsPad) + (i % kVec) * 4;
@@ -310,11 +344,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       *reinterpret_cast<uint4*>(p) = t;
     }
     cluster_sync_all();  // the band is summed, and no block reads another's shared memory any more: all may leave
-    if (b1 > b0) {
-      Epi w = e;
-      w.M = m0 + b1;  // the band's rows only
-      drain_tile<O, C::BN, C::kThreads, C::BM>(w, Cs + b0 * (C::BN + kCsPad), m0 + b0, n0);
-    }
+    if (b1 > b0) drain_tile<O, C::BN, C::kThreads, kBandRows>(w, Cs + b0 * (C::BN + kCsPad), m0 + b0, n0, &band_scales);
     return;
   }
   __syncthreads();
