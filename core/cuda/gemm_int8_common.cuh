@@ -98,13 +98,39 @@ struct DrainScales {
   float sb[4] = {0.0f, 0.0f, 0.0f, 0.0f}, bb[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sa[kPasses];
 };
 
+// Only the rows below M get a row scale (the others are never stored: a split-K band of 5 rows needs one pass of
+// eight), and four column scales (and biases) that lie in one aligned 16 bytes come in one load.
 template <int O, int BN, int NT, int ROWS>
 __device__ __forceinline__ DrainScales<O, BN, NT, ROWS> drain_scales(const Epi& e, int m0, int n0) {
   using S = DrainScales<O, BN, NT, ROWS>;
   S s;
-  const int gc = n0 + (threadIdx.x % S::kPerRow) * 4, r0 = threadIdx.x / S::kPerRow;
-  if constexpr (O == kOutF32 || O == kOutF16)
-    if (gc < e.N) drain_load_scales<O, S::kPasses, S::kRowStep>(e, gc, min(4, e.N - gc), m0 + r0, s.sb, s.bb, s.sa);
+  if constexpr (O == kOutF32 || O == kOutF16) {
+    const int gc = n0 + (threadIdx.x % S::kPerRow) * 4, gr0 = m0 + threadIdx.x / S::kPerRow;
+#pragma unroll
+    for (int p = 0; p < S::kPasses; ++p) s.sa[p] = 0.0f;
+    if (gc < e.N) {
+      const auto aligned = [](const float* q) { return (reinterpret_cast<std::uintptr_t>(q) & 15) == 0; };
+      if (gc + 4 <= e.N && e.sb_step == 1 && aligned(e.sb + gc) && (!e.bias || aligned(e.bias + gc))) {
+        const float4 v = __ldg(reinterpret_cast<const float4*>(e.sb + gc));
+        s.sb[0] = v.x, s.sb[1] = v.y, s.sb[2] = v.z, s.sb[3] = v.w;
+        if (e.bias) {
+          const float4 b = __ldg(reinterpret_cast<const float4*>(e.bias + gc));
+          s.bb[0] = b.x, s.bb[1] = b.y, s.bb[2] = b.z, s.bb[3] = b.w;
+        }
+      } else {
+        const int valid = min(4, e.N - gc);
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          if (i < valid) {
+            s.sb[i] = __ldg(e.sb + std::size_t(gc + i) * e.sb_step);
+            if (e.bias) s.bb[i] = __ldg(e.bias + gc + i);
+          }
+      }
+#pragma unroll
+      for (int p = 0; p < S::kPasses; ++p)
+        if (gr0 + p * S::kRowStep < e.M) s.sa[p] = __ldg(e.sa + std::size_t(gr0 + p * S::kRowStep) * e.sa_step);
+    }
+  }
   return s;
 }
 
