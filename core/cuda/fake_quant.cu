@@ -102,7 +102,7 @@ __global__ void fake_quant_kernel(KernelParams p, const float* __restrict__ x, f
   flush_counts(c, counts);
 }
 
-// Values-only nearest rounding of plain formats where fq_lean_kernel (below) does not apply (stoch_lean_ok false,
+// Values-only nearest rounding of plain formats where fq_lean_kernel (below) does not apply (lean_ok false,
 // or QS_FQ_NEAREST=old; H200, e4m3fn, 268 M values, ratio to a device copy over three rounds in one call: this
 // kernel 0.847-0.849, 72 registers; fq_lean_kernel's nearest 0.860-0.863, 48 registers): fast_bits specialised with the
 // rounding mode fixed and the per-element branches turned into selects; an element fast_bits would
@@ -195,7 +195,7 @@ __global__ void __launch_bounds__(256) fq_nearest_kernel(KernelParams p, const f
 }
 
 // Values-only stochastic rounding, and round to nearest with ties to even (near_lean, same tests; since session 26),
-// of plain formats (stoch_lean_ok: p.fast_ok, 1 <= 23 - M <= 22, 2^emin <= max finite < inf; no codes; for
+// of plain formats (lean_ok: p.fast_ok, 1 <= 23 - M <= 22, 2^emin <= max finite < inf; no codes; for
 // stochastic rounding every index of the call in one 2^32 block so that one key serves the whole grid). Each
 // element goes through stoch_lean (encode_bits.h): one range test and one zero test decide whether it takes the
 // value; what it refuses (NaN, inf, above max finite, a nonzero below 2^emin, -0 without a negative zero) is
@@ -372,8 +372,8 @@ void encode_f32_launch_lean_t(const KernelParams& p, const float* x, float* y, s
 bool encode_f32_launch_lean(const KernelParams& p, const float* x, float* y, std::size_t n, uint64_t index0, DeviceCounts* counts,
                             cudaStream_t stream) {
   const char* force = std::getenv(p.stochastic ? "QS_FQ_STOCH" : "QS_FQ_NEAREST");
-  if (force && (std::strcmp(force, "generic") == 0 || std::strcmp(force, "old") == 0)) return false;
-  if (!stoch_lean_ok(p) || (!p.stochastic && p.rmode != 0)) return false;
+  if (force && std::strcmp(force, p.stochastic ? "generic" : "old") == 0) return false;
+  if (!lean_ok(p) || (!p.stochastic && p.rmode != 0)) return false;
   if (p.stochastic && (index0 >> 32) != ((index0 + n - 1) >> 32)) return false;
   const uint32_t key = p.stochastic ? stochastic_key(p.seed, uint32_t(index0 >> 32)) : 0u;
   const char* fd = std::getenv("QS_FQ_STOCH_DIV");
@@ -404,9 +404,10 @@ void encode_f32_launch(const KernelParams& p, const float* x, float* y, uint16_t
     } else if (fast) encode_f32_launch_generic<true, true>(p, x, y, codes, n, index0, counts, stream);
     else encode_f32_launch_generic<true, false>(p, x, y, codes, n, index0, counts, stream);
   } else {
-    if (fast && y && p.rmode == 0 && encode_f32_launch_lean(p, x, y, n, index0, counts, stream)) {
-    } else if (fast && y && p.rmode == 0) fq_nearest_kernel<<<one_wave_blocks<fq_nearest_kernel>(n), 256, 0, stream>>>(p, x, y, n, counts);
-    else if (fast) encode_f32_launch_generic<false, true>(p, x, y, codes, n, index0, counts, stream);
+    if (fast && y && p.rmode == 0) {
+      if (!encode_f32_launch_lean(p, x, y, n, index0, counts, stream))
+        fq_nearest_kernel<<<one_wave_blocks<fq_nearest_kernel>(n), 256, 0, stream>>>(p, x, y, n, counts);
+    } else if (fast) encode_f32_launch_generic<false, true>(p, x, y, codes, n, index0, counts, stream);
     else encode_f32_launch_generic<false, false>(p, x, y, codes, n, index0, counts, stream);
   }
   check(cudaGetLastError(), "kernel launch");

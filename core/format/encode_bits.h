@@ -212,7 +212,7 @@ QS_HD float near_lean(const KernelParams& p, const LeanConsts& k, double d, floa
 }
 
 // Whether stoch_lean and near_lean apply to p (the rounding aside).
-QS_HD bool stoch_lean_ok(const KernelParams& p) {
+QS_HD bool lean_ok(const KernelParams& p) {
   return p.fast_ok && p.M >= 1 && p.M <= 22 && p.max_bits < 0x7f800000u && p.max_bits >= p.min_normal_bits;
 }
 

@@ -134,7 +134,7 @@ SelftestCase check_bits_against_ref(const Format& f, const EncodeOptions& opt, f
     BitsCounts one;
     encode_bits(p, inputs[i], rnd, code, v, one);
     cnt.overflow += one.overflow, cnt.underflow += one.underflow, cnt.nan += one.nan;
-    if ((p.stochastic || p.rmode == 0) && stoch_lean_ok(p)) {  // the CUDA kernels' elements, in each compiled form
+    if ((p.stochastic || p.rmode == 0) && lean_ok(p)) {  // the CUDA kernels' elements, in each compiled form
       const LeanConsts lk = lean_consts(p);
       const uint32_t rs = rnd >> (9u + uint32_t(p.M));
       const double d = 1.0 / double(p.scale);
