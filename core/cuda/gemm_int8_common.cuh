@@ -74,15 +74,18 @@ constexpr int kCsPad = 8;
 
 // The scales one thread of drain_tile<O, BN, NT, ROWS> needs (float outputs): those of its four columns (gc on,
 // `valid` of them) and the row scale of each of its passes (rows r0, r0 + kRowStep, ... from m0, clamped to M).
-template <int O, int kPasses, int kRowStep>
-__device__ __forceinline__ void drain_load_scales(const Epi& e, int gc, int valid, int gr0, float (&sb)[4],
-                                                  float (&bb)[4], float (&sa)[kPasses]) {
+__device__ __forceinline__ void drain_load_columns(const Epi& e, int gc, int valid, float (&sb)[4], float (&bb)[4]) {
 #pragma unroll
   for (int i = 0; i < 4; ++i)
     if (i < valid) {
       sb[i] = __ldg(e.sb + std::size_t(gc + i) * e.sb_step);
       if (e.bias) bb[i] = __ldg(e.bias + gc + i);
     }
+}
+template <int O, int kPasses, int kRowStep>
+__device__ __forceinline__ void drain_load_scales(const Epi& e, int gc, int valid, int gr0, float (&sb)[4],
+                                                  float (&bb)[4], float (&sa)[kPasses]) {
+  drain_load_columns(e, gc, valid, sb, bb);
 #pragma unroll
   for (int p = 0; p < kPasses; ++p) {
     const int gr = min(gr0 + p * kRowStep, e.M - 1);
@@ -118,13 +121,7 @@ __device__ __forceinline__ DrainScales<O, BN, NT, ROWS> drain_scales(const Epi& 
           s.bb[0] = b.x, s.bb[1] = b.y, s.bb[2] = b.z, s.bb[3] = b.w;
         }
       } else {
-        const int valid = min(4, e.N - gc);
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          if (i < valid) {
-            s.sb[i] = __ldg(e.sb + std::size_t(gc + i) * e.sb_step);
-            if (e.bias) s.bb[i] = __ldg(e.bias + gc + i);
-          }
+        drain_load_columns(e, gc, min(4, e.N - gc), s.sb, s.bb);
       }
 #pragma unroll
       for (int p = 0; p < S::kPasses; ++p)
