@@ -208,7 +208,9 @@ TEST(AnalyzeFile, CancelWithAReadInFlight) {
         qs::analyze_file(f, schemes(), {}, {}, 2, [&](std::size_t, std::size_t) { return ++calls < 4; });
     EXPECT_TRUE(s.cancelled);
     EXPECT_EQ(s.analysed, 1u);  // "a" (index 0); cancelled before index 3 ("b"), which was being read ahead
-    if (parts) EXPECT_EQ(f.read_names().count("b"), 0u);  // in parts nothing is read ahead
+    if (parts) {  // in parts nothing is read ahead
+      EXPECT_EQ(f.read_names().count("b"), 0u);
+    }
   }
 }
 

@@ -674,7 +674,9 @@ void checkReadF32(const ReadF32Case& c) {
   for (std::size_t k = 0; k < want.size(); ++k)
     if (std::bit_cast<uint32_t>(parts[k]) != std::bit_cast<uint32_t>(want[k])) FAIL() << "part: element " << k << " differs";
   EXPECT_THROW(f->read_f32_part(i, 0, numel + 1, parts.data()), qs::IoError);
-  if (numel > 8) EXPECT_THROW(f->read_f32_part(i, 4, 1, parts.data()), qs::IoError);  // not on a multiple of 8
+  if (numel > 8) {  // not on a multiple of 8
+    EXPECT_THROW(f->read_f32_part(i, 4, 1, parts.data()), qs::IoError);
+  }
   EXPECT_THROW(f->read_f32_part(i + 1, 0, 0, parts.data()), qs::IoError);
 }
 
