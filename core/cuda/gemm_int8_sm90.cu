@@ -311,10 +311,10 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
   const int S = int(gridDim.y), r = in_cluster ? int(cluster_rank()) : 0;
   const int rows = min(C::BM, M - m0), band = (rows + S - 1) / S, b0 = min(rows, r * band), b1 = min(rows, b0 + band);
   constexpr int kBandRows = C::BM / 2;
-  Epi w = e;
-  w.M = m0 + b1;  // the band's rows only
+  Epi band_e = e;
+  band_e.M = m0 + b1;  // the band's rows only
   DrainScales<O, C::BN, C::kThreads, kBandRows> band_scales;
-  if (in_cluster && b1 > b0) band_scales = drain_scales<O, C::BN, C::kThreads, kBandRows>(w, m0 + b0, n0);
+  if (in_cluster && b1 > b0) band_scales = drain_scales<O, C::BN, C::kThreads, kBandRows>(band_e, m0 + b0, n0);
   mma_retire(acc);
   cp_async_wait<0>();
   __syncthreads();  // every warpgroup's MMAs are done with the ring: it becomes the output tile
@@ -344,7 +344,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       *reinterpret_cast<uint4*>(p) = t;
     }
     cluster_sync_all();  // the band is summed, and no block reads another's shared memory any more: all may leave
-    if (b1 > b0) drain_tile<O, C::BN, C::kThreads, kBandRows>(w, Cs + b0 * (C::BN + kCsPad), m0 + b0, n0, &band_scales);
+    if (b1 > b0)
+      drain_tile<O, C::BN, C::kThreads, kBandRows>(band_e, Cs + b0 * (C::BN + kCsPad), m0 + b0, n0, &band_scales);
     return;
   }
   __syncthreads();
