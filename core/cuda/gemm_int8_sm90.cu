@@ -195,6 +195,12 @@ __device__ __forceinline__ uint32_t cluster_blocks() {
 __device__ __forceinline__ void cluster_sync_all() {
   asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 }
+// The two halves of a cluster barrier, apart: work between them overlaps the wait for the other blocks. The release
+// arrival makes this thread's earlier writes visible to the cluster after its wait (ptxas puts a MEMBAR before it,
+// which waits for every memory access in flight, loads included); the relaxed one orders no memory at all.
+__device__ __forceinline__ void cluster_arrive_release() { asm volatile("barrier.cluster.arrive.release;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory"); }
 // 16 bytes at this block's shared address `addr`, read from the same address in cluster block `rank`.
 __device__ __forceinline__ int4 ld_cluster_v4(uint32_t addr, uint32_t rank) {
   int4 v;
@@ -305,16 +311,13 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     mma_slice<BK>(acc, sA, sB);  // this slice's MMAs stay in flight while the next slice is awaited
   }
   // Split-K in one cluster (the launch made a tile's gridDim.y blocks a cluster): block r of the cluster stores row
-  // band r of the tile. The scales of its band are loaded now, so that their latency passes under the retiring
-  // MMAs and the cluster barriers instead of following them (a band holds at most half the tile: S >= 2).
+  // band r of the tile (a band holds at most half the tile: S >= 2).
   const bool in_cluster = gridDim.y > 1 && cluster_blocks() == gridDim.y;
   const int S = int(gridDim.y), r = in_cluster ? int(cluster_rank()) : 0;
   const int rows = min(C::BM, M - m0), band = (rows + S - 1) / S, b0 = min(rows, r * band), b1 = min(rows, b0 + band);
   constexpr int kBandRows = C::BM / 2;
   Epi band_e = e;
   band_e.M = m0 + b1;  // the band's rows only
-  DrainScales<O, C::BN, C::kThreads, kBandRows> band_scales;
-  if (in_cluster && b1 > b0) band_scales = drain_scales<O, C::BN, C::kThreads, kBandRows>(band_e, m0 + b0, n0);
   mma_retire(acc);
   cp_async_wait<0>();
   __syncthreads();  // every warpgroup's MMAs are done with the ring: it becomes the output tile
@@ -324,7 +327,12 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     // Each block's part of the sums stays in its shared memory, block r adds every block's rows of band r
     // (distributed shared memory) and stores that band, in any output kind: no workspace, no atomics, no memset,
     // no last block.
-    cluster_sync_all();  // every block's part is in its shared memory
+    cluster_arrive_release();  // this block's part is in its shared memory ...
+    // The band's scales, loaded while the other blocks are awaited (before the release arrival, its MEMBAR would
+    // wait for them).
+    DrainScales<O, C::BN, C::kThreads, kBandRows> band_scales;
+    if (b1 > b0) band_scales = drain_scales<O, C::BN, C::kThreads, kBandRows>(band_e, m0 + b0, n0);
+    cluster_wait();  // ... and so is every other block's
     constexpr int kVec = C::BN / 4, kMaxSplits = kSplitClusterMax;
     for (int i = threadIdx.x; i < (b1 - b0) * kVec; i += C::kThreads) {
       int32_t* p = Cs + (b0 + i / kVec) * (C::BN + kCsPad) + (i % kVec) * 4;
@@ -343,9 +351,11 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
       }
       *reinterpret_cast<uint4*>(p) = t;
     }
-    cluster_sync_all();  // the band is summed, and no block reads another's shared memory any more: all may leave
+    __syncthreads();           // the band's sums are visible to every thread of this block, which drains them ...
+    cluster_arrive_relaxed();  // ... and it reads no other block's shared memory any more (its loads have returned)
     if (b1 > b0)
       drain_tile<O, C::BN, C::kThreads, kBandRows>(band_e, Cs + b0 * (C::BN + kCsPad), m0 + b0, n0, &band_scales);
+    cluster_wait();  // no block leaves while another may still read its shared memory
     return;
   }
   __syncthreads();
