@@ -82,7 +82,7 @@ __device__ __forceinline__ void drain_load_columns(const Epi& e, int gc, int val
       if (e.bias) bb[i] = __ldg(e.bias + gc + i);
     }
 }
-template <int O, int kPasses, int kRowStep>
+template <int kPasses, int kRowStep>
 __device__ __forceinline__ void drain_load_scales(const Epi& e, int gc, int valid, int gr0, float (&sb)[4],
                                                   float (&bb)[4], float (&sa)[kPasses]) {
   drain_load_columns(e, gc, valid, sb, bb);
@@ -150,7 +150,7 @@ __device__ __forceinline__ void drain_tile(const Epi& e, const int32_t* Cs, int 
 #pragma unroll
       for (int p = 0; p < kPasses; ++p) sa[p] = pre->sa[p];
     } else {
-      drain_load_scales<O, kPasses, kRowStep>(e, gc, valid, m0 + r0, sb, bb, sa);
+      drain_load_scales<kPasses, kRowStep>(e, gc, valid, m0 + r0, sb, bb, sa);
     }
   }
 #pragma unroll

@@ -311,7 +311,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks)
     mma_slice<BK>(acc, sA, sB);  // this slice's MMAs stay in flight while the next slice is awaited
   }
   // Split-K in one cluster (the launch made a tile's gridDim.y blocks a cluster): block r of the cluster stores row
-  // band r of the tile (a band holds at most half the tile: S >= 2).
+  // band r of the tile (a band holds at most half the tile: S >= 2). Worked out here, while the last MMAs retire.
   const bool in_cluster = gridDim.y > 1 && cluster_blocks() == gridDim.y;
   const int S = int(gridDim.y), r = in_cluster ? int(cluster_rank()) : 0;
   const int rows = min(C::BM, M - m0), band = (rows + S - 1) / S, b0 = min(rows, r * band), b1 = min(rows, b0 + band);
