@@ -14,16 +14,23 @@
 // cuBLASLt (2048 x 4096 x 11008: 131 / 153-157 and 124 / 130 us). So the rotation put cuBLASLt after the
 // light kernel and ours after a heavy one: in the same calls our 4096^3 bursts came out at 0.92-0.97x
 // cuBLASLt in that order and 1.00-1.05x in this one (notes/issue18-gemm-tma.md, session 22).
+// The design balances what the kernel right before leaves; what outlasts it is flushed instead. Before each timed
+// block l2_flush_kernel reads twice the L2's size (QS_BENCH_FLUSH=none: not): on the H200 (session 30) the skinny
+// kernel at 16 x 4096 x 4096 ran at 6.6-7.0 us while the L2 held B as cuBLASLt had left it, and at 8.0-8.3 us after
+// fp32 cuBLAS, a rest or its own runs from a cold L2 (its own loads of B never stay in L2: ncu, 100 % DRAM). That
+// state lasted over later kernels' blocks, so the 4 x 4 design gave int32 out two fast blocks and float32 out one,
+// and float32 over int32 came out +2-4 % where like-for-like blocks give +1.5 %.
 // Each timed run is one call between two events on an idle GPU, so it includes the host's time to submit the
 // call (cublasLtMatmul 17-27 us, our launcher 8-11 us on the H100 host, session 13). Diagnostics:
 // QS_BENCH_BATCH=n times n calls back to back per event pair (the kernels' steady rate, no host time), and
 // QS_BENCH_HOST=1 notes each kernel's host submission time, QS_BENCH_CLOCK=1 the SM clock each kernel ran at
-// (clock_witness_kernel, after every timed run, untimed), QS_BENCH_BLOCKS=1 the median of every timed block
-// and the kernel timed before it (what the order carries over), QS_BENCH_WARM_MS=t about t ms of untimed calls
-// of each kernel right before each of its timed blocks (each kernel then timed after itself, whatever the set
-// of kernels; H200, session 23: every block then follows its own kernel, at 1,545-1,720 MHz where the balanced
-// order alone gives 1,690-1,850), QS_BENCH_POWER=1 the board's power while each
-// kernel runs and the energy per call (PowerSampler). A power-capped H100 sets its clock by the power the
+// (clock_witness_kernel, after every timed run, untimed), QS_BENCH_BLOCKS=1 the median of every timed block,
+// when it ended, its own clock (with QS_BENCH_CLOCK) and the kernel timed before it (what the order carries
+// over), QS_BENCH_WARM_MS=t about t ms of untimed calls of each kernel right before each of its timed blocks
+// (each kernel then timed after itself, whatever the set of kernels; H200, session 23: every block then follows
+// its own kernel, at 1,545-1,720 MHz where the balanced order alone gives 1,690-1,850), QS_BENCH_FLUSH=run the
+// L2 flushed after every timed run too (=none: not even before each block), QS_BENCH_POWER=1 the board's power
+// while each kernel runs and the energy per call (PowerSampler). A power-capped H100 sets its clock by the power the
 // kernels draw, and the clock follows with a delay: that is what a kernel leaves to the next. Runs are capped
 // at 1000 per kernel unless --reps asks for more.
 #include <cuda_runtime.h>
@@ -62,6 +69,19 @@ using Buf = detail::DeviceBuffer<T>;
 
 // The idle time before each round of the timed runs (flush, top of the file).
 constexpr int kRestMs = 50;
+
+// QS_BENCH_FLUSH: reads a buffer of twice the L2's size, so whatever another kernel left in L2 is gone (the
+// lines it leaves are clean: no write-backs for the next kernel). The sum is written only if it comes out as a
+// value the zeroed buffer cannot give, so the loads stay.
+__global__ void l2_flush_kernel(const int4* __restrict__ p, std::size_t n, int* sink) {
+  int acc = 0;
+  const std::size_t step = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    const int4 v = p[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x7fffffff) *sink = acc;
+}
 
 // One block spins 20 us of %globaltimer and adds the SM cycles (clock64) and nanoseconds it took to sums[0]
 // and sums[1]: launched right after a timed run, it reads the clock the power limit left the SMs at.
@@ -401,7 +421,31 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
       const bool blocks = std::getenv("QS_BENCH_BLOCKS") != nullptr;  // a note per timed block (top of the file)
       double warm_ms = 0;  // QS_BENCH_WARM_MS (top of the file)
       if (const char* e = std::getenv("QS_BENCH_WARM_MS")) warm_ms = std::clamp(std::atof(e), 0.0, 10000.0);
+      // The L2 is flushed before each timed block, ahead of its untimed calls, so each kernel is timed in the L2
+      // state it makes for itself (top of the file). QS_BENCH_FLUSH=run flushes after every timed run too (each run
+      // starts from a cold L2; with QS_BENCH_BATCH only a burst's first call), =none never (before session 30).
+      const char* flush_env = std::getenv("QS_BENCH_FLUSH");
+      const int flush_mode = !flush_env                             ? 1
+                             : std::strcmp(flush_env, "none") == 0 ? 0
+                             : std::strcmp(flush_env, "run") == 0  ? 2
+                                                                   : 1;
+      int dev_id = 0, l2_bytes = 0, sms = 0;
+      if (flush_mode) {
+        check(cudaGetDevice(&dev_id), "device");
+        check(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, dev_id), "L2 size");
+        check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev_id), "SM count");
+      }
+      const std::size_t flush_n = flush_mode ? 2 * std::size_t(std::max(l2_bytes, 1 << 20)) / sizeof(int4) : 0;
+      const int flush_grid = 4 * std::max(sms, 1);
+      Buf<int4> flush_buf(flush_n);
+      Buf<int> flush_sink(flush_mode ? 1 : 0);
+      if (flush_mode) check(cudaMemset(flush_buf.ptr, 0, flush_n * sizeof(int4)), "memset");
+      auto flush_l2 = [&] {
+        if (flush_mode) l2_flush_kernel<<<flush_grid, 256>>>(flush_buf.ptr, flush_n, flush_sink.ptr);
+      };
       int prev = -1;                                                 // the kernel timed last; -1: none (a rest)
+      const auto t_start = std::chrono::steady_clock::now();         // block notes say when each block ended
+      unsigned long long block_clock[2] = {0, 0};                    // the witness's sums before a block
       for (int r = 0; r < rounds; ++r) {
         const std::vector<int> order = cyclic ? std::vector<int>{} : balanced_order(n, r);
         // Every round starts from the same rest (kRestMs idle), so the first kernel of a round follows no kernel
@@ -427,20 +471,34 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
           const long warm = share > 0 && warm_ms > 0
                                 ? long(std::min(1e5, std::ceil(warm_ms * 1e-3 / std::max(p.first_s, 1e-6))))
                                 : 0;
+          if (share > 0) flush_l2();
           for (long c = 0; c < warm; ++c) p.fn();
           if (warm > 0) prev = k;
           unsigned long long* sums = clock ? clock_sums.ptr + 2 * k : nullptr;
+          if (sums && blocks) check(cudaMemcpy(block_clock, sums, sizeof block_clock, cudaMemcpyDeviceToHost), "clock");
           if (power) power->begin(power_ids + k);
           detail::time_runs([&] { for (int b = 0; b < batch; ++b) p.fn(); }, share > 0 ? std::max(1, share / batch) : 0,
                             nullptr, p.ms, [&] {
                               if (sums) clock_witness_kernel<<<1, 32>>>(sums);
+                              if (flush_mode == 2) flush_l2();
                             });
           if (power) power->end();
           for (std::size_t j = from; j < p.ms.size(); ++j) p.ms[j] /= float(batch);
           if (blocks && p.ms.size() > from) {
             std::vector<float> block(p.ms.begin() + std::ptrdiff_t(from), p.ms.end());
-            char buf[64];
-            std::snprintf(buf, sizeof buf, ": median %.2f us", detail::median_of(block) * 1e6);
+            char buf[128];
+            const double at_ms =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
+            int len = std::snprintf(buf, sizeof buf, ": median %.2f us (ended at %.0f ms",
+                                    detail::median_of(block) * 1e6, at_ms);
+            if (sums) {  // the block's own clock: the witness's sums after it less those before it
+              unsigned long long after[2];
+              check(cudaMemcpy(after, sums, sizeof after, cudaMemcpyDeviceToHost), "clock");
+              const unsigned long long dc = after[0] - block_clock[0], dt = after[1] - block_clock[1];
+              len += std::snprintf(buf + len, sizeof buf - std::size_t(len), ", SM clock %.0f MHz",
+                                   dt ? 1e3 * double(dc) / double(dt) : 0.0);
+            }
+            std::snprintf(buf + len, sizeof buf - std::size_t(len), ")");
             note("round " + std::to_string(r) + " " + p.row.kernel + " " + dims + " after " +
                  (prev < 0 ? std::string("a rest") : pending[std::size_t(prev)].row.kernel) + buf);
           }

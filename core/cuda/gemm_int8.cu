@@ -242,8 +242,8 @@ __global__ void __launch_bounds__(MmaCfg<BM, BN, WM, WN, STAGES>::kThreads, 1)
 // multiply, and two m16n8k32 mma.sync multiply them. Lane t's 16 bytes hold the mmas' k = 4t .. 4t + 3
 // (bytes 0-3, then 8-11) and k = 16 + 4t .. (bytes 4-7, then 12-15): a permutation of the slice's 64 k, the
 // same for A and B, so the int32 sums are exactly the sums over K. The warps' 16 x 8 partial tiles are added
-// in shared memory and the block's outputs leave through store_one (the shared epilogue: the same bits as
-// every other kernel). Needs K % 16 == 0 and 16-byte aligned rows (then every 16-byte piece is in or out).
+// in shared memory and the block's outputs leave through store_one / store_dequant (the shared epilogue: the
+// same bits as every other kernel), float outputs with scales and bias fetched before the K loop. Needs K % 16 == 0 and 16-byte aligned rows (then every 16-byte piece is in or out).
 constexpr int kSkWarps = 8, kSkUnroll = 4;
 
 __device__ __forceinline__ int4 ld_stream16(const int8_t* p) {
@@ -262,6 +262,23 @@ __global__ void __launch_bounds__(kSkWarps * 32) gemm_int8_skinny_kernel(const i
   __shared__ int32_t part[kSkWarps][16][9];  // 9: the fragment writes spread over the banks
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
   const int n0 = blockIdx.x * 8, n = n0 + g;
+  // Float outputs: the block's 16 row scales, 8 column scales and 8 biases, fetched by warp 0 with cp.async before
+  // the K loop (no registers held across it), so the epilogue finds them in shared memory: from a cold L2 their
+  // memory latency otherwise comes after the last multiply. Rows past M, columns past N and a missing bias read
+  // as +0.0f (zero fill; store_one's bias is +0.0f too), and those outputs are not stored.
+  __shared__ float epi[32];
+  constexpr bool kFloatOut = O == detail::kOutF32 || O == detail::kOutF16;
+  if constexpr (kFloatOut) {
+    if (warp == 0) {
+      const int c = n0 + (lane & 7);
+      const bool row = lane < 16, col_ok = c < N;
+      const bool v = row ? lane < M : lane < 24 ? col_ok : col_ok && e.bias != nullptr;
+      const float* src = row ? e.sa + (v ? lane * e.sa_step : 0)
+                             : lane < 24 ? e.sb + (v ? c * e.sb_step : 0) : (v ? e.bias + c : e.sa);
+      detail::cp_async4(detail::smem_addr(&epi[lane]), src, v);
+      detail::cp_async_commit();
+    }
+  }
   const int slices = (K + 63) / 64, per = (slices + kSkWarps - 1) / kSkWarps;
   const int s_begin = warp * per, s_end = min(slices, s_begin + per);
   const bool b_ok = n < N, a0_ok = g < M, a1_ok = g + 8 < M;
@@ -293,13 +310,20 @@ __global__ void __launch_bounds__(kSkWarps * 32) gemm_int8_skinny_kernel(const i
   part[warp][g][2 * t + 1] = acc[1];
   part[warp][g + 8][2 * t] = acc[2];
   part[warp][g + 8][2 * t + 1] = acc[3];
+  if constexpr (kFloatOut) {
+    if (warp == 0) detail::cp_async_wait<0>();
+  }
   __syncthreads();
   if (threadIdx.x < 128) {
     const int r = threadIdx.x / 8, c = threadIdx.x % 8;
     int32_t sum = 0;
 #pragma unroll
     for (int w = 0; w < kSkWarps; ++w) sum += part[w][r][c];
-    detail::store_one<O>(e, r, n0 + c, sum);
+    if constexpr (!kFloatOut) {
+      detail::store_one<O>(e, r, n0 + c, sum);
+    } else if (r < M && n0 + c < N) {
+      detail::store_dequant<O>(e, std::size_t(r) * N + n0 + c, sum, epi[r], epi[16 + c], epi[24 + c]);
+    }
   }
 #endif
 }

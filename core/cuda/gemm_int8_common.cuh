@@ -33,6 +33,14 @@ __device__ __forceinline__ float dequant_one(int32_t acc, float sa, float sb, fl
   return __fadd_rn(__fmul_rn(__fmul_rn(__int2float_rn(acc), sa), sb), b);
 }
 
+// One dequantized output (float32, or float16 rounded to nearest) at element `at` of Y, from its scales and bias.
+template <int O>
+__device__ __forceinline__ void store_dequant(const Epi& e, std::size_t at, int32_t acc, float sa, float sb, float b) {
+  const float y = dequant_one(acc, sa, sb, b);
+  if constexpr (O == kOutF32) static_cast<float*>(e.Y)[at] = y;
+  else static_cast<__half*>(e.Y)[at] = __float2half_rn(y);
+}
+
 template <int O>
 __device__ __forceinline__ void store_one(const Epi& e, int row, int col, int32_t acc) {
   if (row >= e.M || col >= e.N) return;
@@ -41,9 +49,7 @@ __device__ __forceinline__ void store_one(const Epi& e, int row, int col, int32_
     static_cast<int32_t*>(e.Y)[at] = acc;
   } else {
     const float b = e.bias ? e.bias[col] : 0.0f;
-    const float y = dequant_one(acc, e.sa[row * e.sa_step], e.sb[col * e.sb_step], b);
-    if constexpr (O == kOutF32) static_cast<float*>(e.Y)[at] = y;
-    else static_cast<__half*>(e.Y)[at] = __float2half_rn(y);
+    store_dequant<O>(e, at, acc, e.sa[row * e.sa_step], e.sb[col * e.sb_step], b);
   }
 }
 
@@ -202,6 +208,11 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) { return static_cas
 // (src-size 0), which is how tiles past M, N or K are padded.
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+// 4 bytes global -> shared (through L1: .ca is the only cache mode for fewer than 16 bytes); valid == false writes
+// four zero bytes.
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
