@@ -1,8 +1,9 @@
 // The GPU GEMM benchmark: host data and references (shared with the CPU benchmark) -> device copies ->
 // for each kernel: clear the outputs, run once, copy the checked rows back and compare; then the checked kernels
 // of the shape are timed with CUDA events in rounds, each round running a share of every kernel's runs in the
-// order of a Williams design (balanced_order, bench/bench_order.h: n rounds for n kernels, 2 n for odd n), so
-// that every kernel is timed in every place of a round and directly after every other kernel equally often:
+// order of a Williams design (balanced_order, bench/bench_order.h: n rounds for n kernels, 2 n for odd n; the
+// whole design kDesignRepeats times over), so that every kernel is timed in every place of a round and directly
+// after every other kernel equally often:
 // what the kernel before leaves behind (the clock a power-capped GPU has come down to after a heavy kernel, or
 // kept after a light one) and drift over the benchmark hit every row alike. The median of all of a kernel's
 // runs. Rows come out baselines first, so every row can carry its ratios. Each round starts after the same rest
@@ -69,6 +70,13 @@ using Buf = detail::DeviceBuffer<T>;
 
 // The idle time before each round of the timed runs (flush, top of the file).
 constexpr int kRestMs = 50;
+
+// How many times the Williams design is run over (QS_BENCH_ROUNDS overrides the round count): a kernel's runs then
+// fall into three times as many, shorter blocks. On the H200 (session 30, the four target shapes in bursts of 20)
+// once over gave int32-out ratios to cuBLASLt of 0.99-1.07 (4096^3) and 0.98-1.20 (2048 x 4096 x 11008) over eight
+// runs and float32 over int32 +0.2 to +6.5 % at 8192^3; three times over 1.04-1.05, 1.07-1.10 and +0.4 to +1.1 %
+// in three runs. The median of a kernel's runs then no longer hangs on which clock state one long block caught.
+constexpr int kDesignRepeats = 3;
 
 // QS_BENCH_FLUSH: reads a buffer of twice the L2's size, so whatever another kernel left in L2 is gone (the
 // lines it leaves are clean: no write-backs for the next kernel). The sum is written only if it comes out as a
@@ -411,7 +419,7 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
       const int n = int(pending.size());
       const char* order_env = std::getenv("QS_BENCH_ORDER");  // "cyclic": the rotations of before session 22
       const bool cyclic = order_env && std::strcmp(order_env, "cyclic") == 0;
-      int rounds = cyclic ? std::max(n, 1) : balanced_rounds(std::max(n, 1));
+      int rounds = cyclic ? std::max(n, 1) : kDesignRepeats * balanced_rounds(std::max(n, 1));
       if (const char* e = std::getenv("QS_BENCH_ROUNDS")) rounds = std::max(1, std::atoi(e));  // 1: one kernel after another
       int batch = 1;
       if (const char* e = std::getenv("QS_BENCH_BATCH")) batch = std::max(1, std::atoi(e));
