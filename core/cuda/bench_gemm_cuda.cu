@@ -18,7 +18,7 @@
 // The design balances what the kernel right before leaves; what outlasts it is flushed instead. Before each timed
 // block l2_flush_kernel reads twice the L2's size (QS_BENCH_FLUSH=none: not): on the H200 (session 30) the skinny
 // kernel at 16 x 4096 x 4096 ran at 6.6-7.0 us while the L2 held B as cuBLASLt had left it, and at 8.0-8.3 us after
-// fp32 cuBLAS, a rest or its own runs from a cold L2 (its own loads of B never stay in L2: ncu, 100 % DRAM). That
+// fp32 cuBLAS, a rest or its own runs from a cold L2 (ncu: its own reads of B come from DRAM every launch). That
 // state lasted over later kernels' blocks, so the 4 x 4 design gave int32 out two fast blocks and float32 out one,
 // and float32 over int32 came out +2-4 % where like-for-like blocks give +1.5 %.
 // Each timed run is one call between two events on an idle GPU, so it includes the host's time to submit the
