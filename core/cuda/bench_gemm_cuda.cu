@@ -296,6 +296,26 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
     }
   }
 
+  // The L2 is flushed before each timed block, ahead of its untimed calls, so each kernel is timed in the L2 state it
+  // makes for itself (top of the file). QS_BENCH_FLUSH=run flushes after every timed run too (each run starts from a
+  // cold L2; with QS_BENCH_BATCH only a burst's first call), =none never (before session 30). One buffer for every
+  // shape.
+  const char* flush_env = std::getenv("QS_BENCH_FLUSH");
+  const bool flush_none = flush_env && std::strcmp(flush_env, "none") == 0;
+  const bool flush_runs = flush_env && std::strcmp(flush_env, "run") == 0;
+  int l2_bytes = 0, sms = 1;
+  if (!flush_none) {
+    check(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, 0), "L2 size");
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "SM count");
+  }
+  const std::size_t flush_n = flush_none ? 0 : 2 * std::size_t(std::max(l2_bytes, 1 << 20)) / sizeof(int4);
+  Buf<int4> flush_buf(flush_n);
+  Buf<int> flush_sink(flush_n ? 1 : 0);
+  if (flush_n) check(cudaMemset(flush_buf.ptr, 0, flush_n * sizeof(int4)), "memset");
+  auto flush_l2 = [&] {
+    if (flush_n) l2_flush_kernel<<<4 * sms, 256>>>(flush_buf.ptr, flush_n, flush_sink.ptr);
+  };
+
   for (const auto& shape : cfg.shapes) {
     const int M = shape.M, K = shape.K, N = shape.N;
     const std::string dims = std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N);
@@ -429,28 +449,6 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
       const bool blocks = std::getenv("QS_BENCH_BLOCKS") != nullptr;  // a note per timed block (top of the file)
       double warm_ms = 0;  // QS_BENCH_WARM_MS (top of the file)
       if (const char* e = std::getenv("QS_BENCH_WARM_MS")) warm_ms = std::clamp(std::atof(e), 0.0, 10000.0);
-      // The L2 is flushed before each timed block, ahead of its untimed calls, so each kernel is timed in the L2
-      // state it makes for itself (top of the file). QS_BENCH_FLUSH=run flushes after every timed run too (each run
-      // starts from a cold L2; with QS_BENCH_BATCH only a burst's first call), =none never (before session 30).
-      const char* flush_env = std::getenv("QS_BENCH_FLUSH");
-      const int flush_mode = !flush_env                             ? 1
-                             : std::strcmp(flush_env, "none") == 0 ? 0
-                             : std::strcmp(flush_env, "run") == 0  ? 2
-                                                                   : 1;
-      int dev_id = 0, l2_bytes = 0, sms = 0;
-      if (flush_mode) {
-        check(cudaGetDevice(&dev_id), "device");
-        check(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, dev_id), "L2 size");
-        check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev_id), "SM count");
-      }
-      const std::size_t flush_n = flush_mode ? 2 * std::size_t(std::max(l2_bytes, 1 << 20)) / sizeof(int4) : 0;
-      const int flush_grid = 4 * std::max(sms, 1);
-      Buf<int4> flush_buf(flush_n);
-      Buf<int> flush_sink(flush_mode ? 1 : 0);
-      if (flush_mode) check(cudaMemset(flush_buf.ptr, 0, flush_n * sizeof(int4)), "memset");
-      auto flush_l2 = [&] {
-        if (flush_mode) l2_flush_kernel<<<flush_grid, 256>>>(flush_buf.ptr, flush_n, flush_sink.ptr);
-      };
       int prev = -1;                                                 // the kernel timed last; -1: none (a rest)
       const auto t_start = std::chrono::steady_clock::now();         // block notes say when each block ended
       unsigned long long block_clock[2] = {0, 0};                    // the witness's sums before a block
@@ -488,7 +486,7 @@ std::vector<BenchGemmRow> bench_gemm_cuda(const BenchGemmConfig& cfg,
           detail::time_runs([&] { for (int b = 0; b < batch; ++b) p.fn(); }, share > 0 ? std::max(1, share / batch) : 0,
                             nullptr, p.ms, [&] {
                               if (sums) clock_witness_kernel<<<1, 32>>>(sums);
-                              if (flush_mode == 2) flush_l2();
+                              if (flush_runs) flush_l2();
                             });
           if (power) power->end();
           for (std::size_t j = from; j < p.ms.size(); ++j) p.ms[j] /= float(batch);

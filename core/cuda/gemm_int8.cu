@@ -243,7 +243,8 @@ __global__ void __launch_bounds__(MmaCfg<BM, BN, WM, WN, STAGES>::kThreads, 1)
 // (bytes 0-3, then 8-11) and k = 16 + 4t .. (bytes 4-7, then 12-15): a permutation of the slice's 64 k, the
 // same for A and B, so the int32 sums are exactly the sums over K. The warps' 16 x 8 partial tiles are added
 // in shared memory and the block's outputs leave through store_one / store_dequant (the shared epilogue: the
-// same bits as every other kernel), float outputs with scales and bias fetched before the K loop. Needs K % 16 == 0 and 16-byte aligned rows (then every 16-byte piece is in or out).
+// same bits as every other kernel), float outputs with scales and bias fetched before the K loop. Needs
+// K % 16 == 0 and 16-byte aligned rows (then every 16-byte piece is in or out).
 constexpr int kSkWarps = 8, kSkUnroll = 4;
 
 __device__ __forceinline__ int4 ld_stream16(const int8_t* p) {
